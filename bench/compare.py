@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""catdog against PyTorch on this machine, side by side in one run.
+
+Runs `catdog bench --json` and bench/pytorch_reference.py with the same settings, one after
+the other, and prints each catdog backend's training and inference photos/s beside its
+PyTorch counterpart (the CPU backends against PyTorch on the CPU, wgpu against PyTorch on
+CUDA where there is one) with the ratio catdog/PyTorch.
+
+Usage:
+    python3 bench/compare.py [--catdog target/release/catdog] [--backends flex,ndarray]
+                             [--image-size 64] [--batch-size 32] [--seconds 3] [--repeats 3]
+                             [--json FILE]
+
+Needs PyTorch: see bench/pytorch_reference.py.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def run_json(command):
+    print("$ " + " ".join(command), file=sys.stderr)
+    done = subprocess.run(command, stdout=subprocess.PIPE, text=True)
+    if done.returncode != 0:
+        sys.exit(f"{command[0]} failed with exit code {done.returncode}")
+    return json.loads(done.stdout)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--catdog", default=os.path.join(HERE, "..", "target", "release", "catdog"))
+    parser.add_argument("--backends", default=None, help="catdog backends [default: catdog's default]")
+    parser.add_argument("--image-size", default="64")
+    parser.add_argument("--batch-size", default="32")
+    parser.add_argument("--seconds", default="3")
+    parser.add_argument("--repeats", default="3")
+    parser.add_argument("--json", metavar="FILE", help="also write both results to FILE")
+    args = parser.parse_args()
+
+    common = ["--image-size", args.image_size, "--batch-size", args.batch_size,
+              "--seconds", args.seconds, "--repeats", args.repeats]
+    catdog_command = [args.catdog, "bench", "--json"] + common
+    if args.backends:
+        catdog_command += ["--backends", args.backends]
+    catdog = run_json(catdog_command)
+    threads = str(catdog["machine"]["cpu"]["compute_threads"])
+    pytorch = run_json([sys.executable, os.path.join(HERE, "pytorch_reference.py"), "--threads", threads] + common)
+
+    by_backend = {run["backend"]: run for run in pytorch["runs"]}
+    print(f"SmallCnn, {args.image_size} px, batch {args.batch_size}, median photos/s of "
+          f"{args.repeats} windows of >= {args.seconds} s; {threads} CPU threads; torch {pytorch['torch_version']}")
+    header = ("catdog", "train", "infer", "PyTorch", "train", "infer", "train ratio", "infer ratio")
+    rows = [header]
+    for run in catdog["runs"]:
+        counterpart = by_backend.get("pytorch-cuda" if run["hardware_gpu"] else "pytorch-cpu")
+        if counterpart is None:
+            continue
+        rows.append((
+            run["backend"], f"{run['train_images_per_sec']:.1f}", f"{run['infer_images_per_sec']:.1f}",
+            counterpart["backend"], f"{counterpart['train_images_per_sec']:.1f}",
+            f"{counterpart['infer_images_per_sec']:.1f}",
+            f"{run['train_images_per_sec'] / counterpart['train_images_per_sec']:.2f}x",
+            f"{run['infer_images_per_sec'] / counterpart['infer_images_per_sec']:.2f}x",
+        ))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    for row in rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump({"catdog": catdog, "pytorch": pytorch}, out, indent=1)
+
+
+if __name__ == "__main__":
+    main()

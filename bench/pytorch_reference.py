@@ -1,0 +1,191 @@
+#!/usr/bin/env python3
+"""catdog's SmallCnn in PyTorch, timed the way `catdog bench` times it: the yardstick.
+
+The same network (4 x [conv 3x3 pad 1 -> batch norm -> ReLU -> max-pool 2], 32-64-128-128
+channels, global average pool, linear to 2 classes), Adam (lr 1e-3, eps 1e-8), cross-entropy,
+the same image and batch size, and the same method: a few untimed warm-up steps, then the
+median (with min and max) of REPEATS windows of at least SECONDS each. A training step builds
+the batch from uint8 pixels (normalised with ImageNet's statistics), runs forward, backward and
+the optimizer step, and reads the loss back (loss.item() waits for the device). An inference
+step reads the class probabilities back. It prints the same JSON fields as `catdog bench
+--json` (runs[].backend, device, train_images_per_sec, infer_images_per_sec, ...).
+
+PyTorch is not needed by catdog itself. To install it:
+    python3 -m pip install torch numpy                       # CUDA build on Linux
+    python3 -m pip install torch numpy --index-url https://download.pytorch.org/whl/cpu  # CPU only
+
+Usage:
+    python3 bench/pytorch_reference.py [--devices cpu,cuda] [--image-size 64] [--batch-size 32]
+                                       [--seconds 3] [--repeats 3] [--warmup-steps 3] [--threads N]
+"""
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+
+try:
+    import numpy as np
+    import torch
+    from torch import nn
+except ImportError as missing:
+    sys.exit(
+        f"pytorch_reference.py needs PyTorch and NumPy ({missing}).\n"
+        "Install them with: python3 -m pip install torch numpy\n"
+        "(CPU only: python3 -m pip install torch numpy --index-url https://download.pytorch.org/whl/cpu)"
+    )
+
+MEAN = (0.485, 0.456, 0.406)
+STD = (0.229, 0.224, 0.225)
+
+
+class SmallCnn(nn.Module):
+    def __init__(self, classes=2):
+        super().__init__()
+        layers, channels_in = [], 3
+        for channels_out in (32, 64, 128, 128):
+            layers += [
+                nn.Conv2d(channels_in, channels_out, 3, padding=1),
+                nn.BatchNorm2d(channels_out),
+                nn.ReLU(inplace=True),
+                nn.MaxPool2d(2),
+            ]
+            channels_in = channels_out
+        self.features = nn.Sequential(*layers)
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.classifier = nn.Linear(channels_in, classes)
+
+    def forward(self, x):
+        return self.classifier(self.pool(self.features(x)).flatten(1))
+
+
+def measure(args, step):
+    """Photos/s of `step` (which returns the photos it processed) over args.repeats windows."""
+    windows = []
+    for _ in range(args.repeats):
+        started, photos = time.perf_counter(), 0
+        while photos == 0 or time.perf_counter() - started < args.seconds:
+            photos += step()
+        windows.append(photos / (time.perf_counter() - started))
+    return {
+        "median": statistics.median(windows),
+        "min": min(windows),
+        "max": max(windows),
+        "windows": windows,
+    }
+
+
+def bench_device(args, device_name):
+    device = torch.device(device_name)
+    torch.manual_seed(7)
+    rng = np.random.default_rng(7)
+    pictures = rng.integers(0, 256, (args.batch_size * 8, args.image_size, args.image_size, 3), dtype=np.uint8)
+    labels = torch.tensor([i % 2 for i in range(len(pictures))])
+    batches = [range(i, i + args.batch_size) for i in range(0, len(pictures), args.batch_size)]
+    mean = torch.tensor(MEAN, device=device).view(1, 3, 1, 1)
+    std = torch.tensor(STD, device=device).view(1, 3, 1, 1)
+
+    def batch(indices):
+        pixels = torch.from_numpy(pictures[indices.start:indices.stop]).to(device)
+        images = (pixels.permute(0, 3, 1, 2).float() / 255.0 - mean) / std
+        return images, labels[indices.start:indices.stop].to(device)
+
+    model = SmallCnn().to(device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3, eps=1e-8)
+    loss_fn = nn.CrossEntropyLoss()
+    step_count = [0]
+
+    def train_step():
+        step_count[0] += 1
+        images, targets = batch(batches[step_count[0] % len(batches)])
+        optimizer.zero_grad(set_to_none=True)
+        loss = loss_fn(model(images), targets)
+        loss.backward()
+        optimizer.step()
+        loss.item()
+        return len(targets)
+
+    model.train()
+    started = time.perf_counter()
+    for _ in range(args.warmup_steps):
+        train_step()
+    warmup_seconds = time.perf_counter() - started
+    train = measure(args, train_step)
+
+    model.eval()
+
+    def infer_step():
+        step_count[0] += 1
+        images, targets = batch(batches[step_count[0] % len(batches)])
+        with torch.no_grad():
+            torch.softmax(model(images), dim=1).cpu()
+        return len(targets)
+
+    infer = measure(args, infer_step)
+    if device.type == "cuda":
+        name = f"{torch.cuda.get_device_name(device)} (CUDA)"
+    else:
+        name = f"{cpu_model()} ({torch.get_num_threads()} threads)"
+    return {
+        "backend": f"pytorch-{device.type}",
+        "device": name,
+        "hardware_gpu": device.type == "cuda",
+        "train_images_per_sec": train["median"],
+        "infer_images_per_sec": infer["median"],
+        "train": train,
+        "infer": infer,
+        "warmup_seconds": warmup_seconds,
+    }
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--devices", default=None, help="comma-separated: cpu, cuda [default: cuda if present, cpu]")
+    parser.add_argument("--image-size", type=int, default=64)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--warmup-steps", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=os.cpu_count(), help="CPU threads [default: all]")
+    args = parser.parse_args()
+
+    torch.set_num_threads(args.threads)
+    devices = args.devices.split(",") if args.devices else (["cuda"] if torch.cuda.is_available() else []) + ["cpu"]
+    runs = []
+    for device in devices:
+        if device == "cuda" and not torch.cuda.is_available():
+            sys.exit("--devices cuda: PyTorch sees no CUDA GPU here")
+        print(f"pytorch_reference: {device}...", file=sys.stderr)
+        runs.append(bench_device(args, device))
+    print(json.dumps({
+        "framework": "pytorch",
+        "torch_version": torch.__version__,
+        "machine": {"cpu": cpu_model(), "threads": os.cpu_count(), "os": platform.platform()},
+        "settings": {
+            "image_size": args.image_size,
+            "batch_size": args.batch_size,
+            "seconds": args.seconds,
+            "repeats": args.repeats,
+            "warmup_steps": args.warmup_steps,
+            "threads": torch.get_num_threads(),
+        },
+        "runs": runs,
+    }))
+
+
+if __name__ == "__main__":
+    main()

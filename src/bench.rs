@@ -1,0 +1,289 @@
+//! `catdog bench`: photos per second of every backend, measured the same way for each.
+//!
+//! Every backend trains the same `SmallCnn` on the same batches of the same pictures, at the
+//! same image and batch size. After a warm-up (which also lets wgpu compile and autotune its
+//! kernels), each figure is taken over `repeats` timed windows of at least `seconds` each, and
+//! reported as the median with the min and max. A training step is forward, backward and
+//! Adam step, with the loss read back to the host, which waits for the device: the clock
+//! stops only when the work is done. An inference step reads the class probabilities back.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{Result, bail};
+use burn::module::Module;
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::backend::{Backend, BackendKind};
+use crate::batch::Normalization;
+use crate::dataset::{Dataset, Sample};
+use crate::decode::decode_photo;
+use crate::hardware::{self, CpuInfo, GpuAdapter};
+use crate::images::ImageSet;
+use crate::synth;
+use crate::train::Trainer;
+
+/// Adam's learning rate in the bench: constant, as in the PyTorch reference.
+const LEARNING_RATE: f64 = 1e-3;
+
+/// How to measure.
+#[derive(Clone, Debug, Serialize)]
+pub struct BenchSettings {
+    pub image_size: u32,
+    pub batch_size: usize,
+    /// Minimum length of one timed window.
+    pub seconds: f64,
+    /// Timed windows per figure.
+    pub repeats: usize,
+    /// Untimed steps before the first window.
+    pub warmup_steps: usize,
+    /// Photos to time the data pipeline and end-to-end training with; generated pictures
+    /// are used for the pure training and inference figures either way.
+    pub data: Option<PathBuf>,
+}
+
+impl Default for BenchSettings {
+    fn default() -> Self {
+        BenchSettings {
+            image_size: 64,
+            batch_size: 32,
+            seconds: 3.0,
+            repeats: 3,
+            warmup_steps: 3,
+            data: None,
+        }
+    }
+}
+
+/// Photos per second over several windows.
+#[derive(Clone, Debug, Serialize)]
+pub struct Measurement {
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+    /// Photos per second of each window, in the order they ran.
+    pub windows: Vec<f64>,
+}
+
+impl Measurement {
+    fn from_windows(windows: Vec<f64>) -> Measurement {
+        let mut sorted = windows.clone();
+        sorted.sort_by(f64::total_cmp);
+        let n = sorted.len();
+        let median = if n % 2 == 1 {
+            sorted[n / 2]
+        } else {
+            (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+        };
+        Measurement {
+            median,
+            min: sorted[0],
+            max: sorted[n - 1],
+            windows,
+        }
+    }
+}
+
+/// One backend's figures.
+#[derive(Clone, Debug, Serialize)]
+pub struct BackendRun {
+    pub backend: BackendKind,
+    pub device: String,
+    /// Whether `device` is a real GPU (wgpu can also run on a software rasterizer).
+    pub hardware_gpu: bool,
+    /// Training photos per second (median): the headline figure.
+    pub train_images_per_sec: f64,
+    pub infer_images_per_sec: f64,
+    pub train: Measurement,
+    pub infer: Measurement,
+    /// Decode + resize photos per second, with `--data`.
+    pub decode: Option<Measurement>,
+    /// Training photos per second with each batch decoded from disk first, with `--data`.
+    pub end_to_end_train: Option<Measurement>,
+    /// Seconds the warm-up took (wgpu compiles and tunes its kernels then).
+    pub warmup_seconds: f64,
+}
+
+/// The machine a bench ran on.
+#[derive(Clone, Debug, Serialize)]
+pub struct Machine {
+    pub cpu: CpuInfo,
+    pub gpus: Vec<GpuAdapter>,
+    pub os: String,
+}
+
+/// Everything `catdog bench --json` prints.
+#[derive(Clone, Debug, Serialize)]
+pub struct BenchReport {
+    pub catdog_version: String,
+    pub machine: Machine,
+    pub settings: BenchSettings,
+    pub runs: Vec<BackendRun>,
+}
+
+/// What the bench is doing, for a person watching.
+pub trait BenchProgress {
+    fn started(&mut self, _backend: &Backend, _what: &str) {}
+}
+
+impl BenchProgress for () {}
+
+/// Benchmarks each backend in turn.
+pub fn run(
+    backends: &[Backend],
+    settings: &BenchSettings,
+    progress: &mut dyn BenchProgress,
+) -> Result<BenchReport> {
+    if settings.repeats == 0 || settings.batch_size == 0 {
+        bail!("the bench needs at least one window and one photo per batch");
+    }
+    // Eight batches of pictures, cycled through: the same data for every backend.
+    let pictures = synth::generate(settings.batch_size * 8, settings.image_size, 7);
+    let photos = match &settings.data {
+        Some(dir) => Some(Dataset::scan(dir)?.samples),
+        None => None,
+    };
+    let mut runs = Vec::new();
+    for backend in backends {
+        runs.push(bench_backend(
+            backend,
+            &pictures,
+            photos.as_deref(),
+            settings,
+            progress,
+        )?);
+    }
+    Ok(BenchReport {
+        catdog_version: env!("CARGO_PKG_VERSION").to_string(),
+        machine: Machine {
+            cpu: hardware::cpu_info().clone(),
+            gpus: hardware::all_gpu_adapters().into_iter().cloned().collect(),
+            os: format!("{} {}", std::env::consts::OS, std::env::consts::ARCH),
+        },
+        settings: settings.clone(),
+        runs,
+    })
+}
+
+fn bench_backend(
+    backend: &Backend,
+    pictures: &ImageSet,
+    photos: Option<&[Sample]>,
+    settings: &BenchSettings,
+    progress: &mut dyn BenchProgress,
+) -> Result<BackendRun> {
+    let normalization = Normalization::default();
+    let batches: Vec<Vec<usize>> = (0..pictures.len())
+        .collect::<Vec<_>>()
+        .chunks(settings.batch_size)
+        .map(<[usize]>::to_vec)
+        .collect();
+    let mut trainer = Trainer::new(synth::CLASSES.len(), &backend.device, 7);
+
+    progress.started(backend, "warming up");
+    let started = Instant::now();
+    for step in 0..settings.warmup_steps {
+        trainer.step(
+            pictures,
+            &batches[step % batches.len()],
+            &normalization,
+            LEARNING_RATE,
+        );
+    }
+    let warmup_seconds = started.elapsed().as_secs_f64();
+
+    progress.started(backend, "training");
+    let mut step = 0;
+    let train = measure(settings, || {
+        step += 1;
+        let indices = &batches[step % batches.len()];
+        trainer.step(pictures, indices, &normalization, LEARNING_RATE);
+        Ok(indices.len())
+    })?;
+
+    progress.started(backend, "inference");
+    let model = trainer.model().valid();
+    let mut step = 0;
+    let infer = measure(settings, || {
+        step += 1;
+        let indices = &batches[step % batches.len()];
+        let images: Vec<&[u8]> = indices.iter().map(|&i| pictures.image(i)).collect();
+        crate::predict::class_probabilities(
+            &model,
+            &images,
+            pictures.size(),
+            &normalization,
+            &backend.device,
+        );
+        Ok(indices.len())
+    })?;
+
+    let (decode, end_to_end_train) = match photos {
+        Some(photos) => {
+            progress.started(backend, "decoding photos");
+            let mut next = 0;
+            let mut next_batch = |count: usize| {
+                let batch: Vec<&Sample> = (0..count)
+                    .map(|i| &photos[(next + i) % photos.len()])
+                    .collect();
+                next += count;
+                decode_batch(&batch, settings.image_size)
+            };
+            let decode = measure(settings, || Ok(next_batch(settings.batch_size * 4)?.len()))?;
+            progress.started(backend, "training from photos");
+            let end_to_end = measure(settings, || {
+                let set = next_batch(settings.batch_size)?;
+                let indices: Vec<usize> = (0..set.len()).collect();
+                trainer.step(&set, &indices, &normalization, LEARNING_RATE);
+                Ok(indices.len())
+            })?;
+            (Some(decode), Some(end_to_end))
+        }
+        None => (None, None),
+    };
+
+    Ok(BackendRun {
+        backend: backend.kind,
+        device: backend.device_name.clone(),
+        hardware_gpu: backend.is_hardware_gpu(),
+        train_images_per_sec: train.median,
+        infer_images_per_sec: infer.median,
+        train,
+        infer,
+        decode,
+        end_to_end_train,
+        warmup_seconds,
+    })
+}
+
+/// Runs `step` (which returns the photos it processed) in `settings.repeats` windows of at
+/// least `settings.seconds` each.
+fn measure(
+    settings: &BenchSettings,
+    mut step: impl FnMut() -> Result<usize>,
+) -> Result<Measurement> {
+    let mut windows = Vec::with_capacity(settings.repeats);
+    for _ in 0..settings.repeats {
+        let started = Instant::now();
+        let mut photos = 0;
+        while photos == 0 || started.elapsed().as_secs_f64() < settings.seconds {
+            photos += step()?;
+        }
+        windows.push(photos as f64 / started.elapsed().as_secs_f64());
+    }
+    Ok(Measurement::from_windows(windows))
+}
+
+/// Decodes a batch of photos on every core, as training from a folder does.
+fn decode_batch(samples: &[&Sample], size: u32) -> Result<ImageSet> {
+    let decoded: Vec<Vec<u8>> = samples
+        .par_iter()
+        .map(|sample| decode_photo(&sample.path, size))
+        .collect::<Result<_>>()?;
+    let mut set = ImageSet::new(size);
+    for (sample, pixels) in samples.iter().zip(&decoded) {
+        set.push(pixels, sample.label);
+    }
+    Ok(set)
+}

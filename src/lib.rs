@@ -1,0 +1,32 @@
+//! catdog trains a small convolutional network to tell cats from dogs, on the GPU or the
+//! CPU, and says honestly how many photos per second each one processes.
+//!
+//! The modules follow the photos' way:
+//! [`dataset`] finds them on disk → [`decode`] turns them into resized pixels
+//! ([`images`]) → [`batch`] into tensors → [`model`] is the network → [`train`] the training
+//! loop, which saves a [`checkpoint`] after every epoch and stops cleanly on Ctrl-C
+//! ([`interrupt`]) → [`saved_model`] the model folder, claimed by [`out_folder`] →
+//! [`predict`] prediction.
+//! [`backend`] chooses where the work runs, from what [`hardware`] finds; [`synth`] draws the
+//! built-in dataset; [`bench`] measures the backends side by side; [`progress`], [`report`] and
+//! [`chart`] talk to people; [`cli`] is the command line.
+
+pub mod backend;
+pub mod batch;
+pub mod bench;
+pub mod chart;
+pub mod checkpoint;
+pub mod cli;
+pub mod dataset;
+pub mod decode;
+pub mod hardware;
+pub mod images;
+pub mod interrupt;
+pub mod model;
+pub mod out_folder;
+pub mod predict;
+pub mod progress;
+pub mod report;
+pub mod saved_model;
+pub mod synth;
+pub mod train;

@@ -1,0 +1,109 @@
+//! Training progress for a person at a terminal: indicatif bars on stderr, and one line per
+//! epoch that stays in the scroll-back (and in logs, where bars are not drawn).
+
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::backend::Backend;
+use crate::bench::BenchProgress;
+use crate::train::{EpochStats, TrainProgress};
+
+/// Draws decoding and each epoch as a progress bar on stderr.
+pub struct TerminalProgress {
+    bar: ProgressBar,
+    epoch_started: Instant,
+    epoch_images: usize,
+    epoch_loss_sum: f64,
+}
+
+impl Default for TerminalProgress {
+    fn default() -> Self {
+        TerminalProgress {
+            bar: ProgressBar::hidden(),
+            epoch_started: Instant::now(),
+            epoch_images: 0,
+            epoch_loss_sum: 0.0,
+        }
+    }
+}
+
+impl TerminalProgress {
+    fn start_bar(&mut self, length: usize, template: &str) {
+        let style = ProgressStyle::with_template(template)
+            .expect("progress templates are valid")
+            .progress_chars("=> ");
+        self.bar = ProgressBar::new(length as u64).with_style(style);
+        self.bar.enable_steady_tick(Duration::from_millis(200));
+    }
+}
+
+impl TrainProgress for TerminalProgress {
+    fn note(&mut self, line: &str) {
+        self.bar.suspend(|| eprintln!("{line}"));
+    }
+
+    fn decode_started(&mut self, photos: usize) {
+        self.start_bar(
+            photos,
+            "decoding  [{bar:30}] {pos}/{len} photos, {per_sec}, ETA {eta}",
+        );
+    }
+
+    fn photo_decoded(&self) {
+        self.bar.inc(1);
+    }
+
+    fn decode_finished(&mut self) {
+        self.bar.finish_and_clear();
+    }
+
+    fn epoch_started(&mut self, epoch: usize, epochs: usize, batches: usize) {
+        self.start_bar(
+            batches,
+            &format!(
+                "epoch {epoch}/{epochs} [{{bar:30}}] {{pos}}/{{len}} batches, ETA {{eta}}, {{msg}}"
+            ),
+        );
+        self.epoch_started = Instant::now();
+        self.epoch_images = 0;
+        self.epoch_loss_sum = 0.0;
+    }
+
+    fn batch_finished(&mut self, images: usize, loss: f64) {
+        self.epoch_images += images;
+        self.epoch_loss_sum += loss * images as f64;
+        let per_sec = self.epoch_images as f64 / self.epoch_started.elapsed().as_secs_f64();
+        self.bar.set_message(format!(
+            "loss {:.3}, {per_sec:.0} photos/s",
+            self.epoch_loss_sum / self.epoch_images as f64
+        ));
+        self.bar.inc(1);
+    }
+
+    fn epoch_finished(&mut self, stats: &EpochStats, epochs: usize) {
+        self.bar.finish_and_clear();
+        let validation = match (stats.val_loss, stats.val_accuracy) {
+            (Some(loss), Some(accuracy)) => {
+                format!(
+                    ", val loss {loss:.3}, val accuracy {:.1} %",
+                    accuracy * 100.0
+                )
+            }
+            _ => String::new(),
+        };
+        eprintln!(
+            "epoch {}/{epochs}: train loss {:.3}{validation}, {:.0} photos/s ({:.1} s)",
+            stats.epoch, stats.train_loss, stats.train_images_per_sec, stats.train_seconds
+        );
+    }
+}
+
+/// Says on stderr what the bench is measuring.
+pub struct TerminalBenchProgress;
+
+impl BenchProgress for TerminalBenchProgress {
+    fn started(&mut self, backend: &Backend, what: &str) {
+        eprintln!("bench: {} on {}: {what}", backend.kind, backend.device_name);
+    }
+}

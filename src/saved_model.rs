@@ -1,0 +1,185 @@
+//! The model folder: `model.safetensors` (the weights) and `catdog.json` (what prediction
+//! needs to prepare a photo and name the classes).
+//!
+//! Each file is written under a temporary name and renamed into place, so a crash never
+//! leaves half a file; `catdog.json` records the size and checksum of the weights it belongs
+//! to, so a damaged file or a mismatched pair is refused instead of loaded.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail, ensure};
+use burn::store::{ModuleSnapshot, SafetensorsStore};
+use burn::tensor::Device;
+use serde::{Deserialize, Serialize};
+
+use crate::backend::BackendKind;
+use crate::batch::Normalization;
+use crate::model::{ARCHITECTURE, ARCHITECTURE_VERSION, SmallCnn};
+
+pub const WEIGHTS_FILE: &str = "model.safetensors";
+pub const INFO_FILE: &str = "catdog.json";
+/// Version of the folder's format; bumped when `catdog.json` changes incompatibly.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Everything about a trained model except its weights: `catdog.json`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ModelInfo {
+    pub format_version: u32,
+    pub catdog_version: String,
+    pub architecture: String,
+    pub architecture_version: u32,
+    /// Class names in label order.
+    pub classes: Vec<String>,
+    /// Photos are squashed to this many pixels square.
+    pub image_size: u32,
+    pub normalization: Normalization,
+    pub epochs: usize,
+    /// Accuracy on the held-out photos after the last epoch; absent without validation.
+    pub val_accuracy: Option<f64>,
+    /// Where it was trained, and how fast.
+    pub backend: BackendKind,
+    pub device: String,
+    pub train_images_per_sec: f64,
+    /// Size and CRC-32 of `model.safetensors`, to detect a damaged file or a folder whose two
+    /// files do not belong together.
+    pub weights_bytes: u64,
+    pub weights_crc32: u32,
+}
+
+/// Writes `model` and `info` into `dir` (created if needed). `info.weights_bytes` and
+/// `info.weights_crc32` are filled in.
+pub fn save(dir: &Path, model: &SmallCnn, info: &ModelInfo) -> Result<()> {
+    fs::create_dir_all(dir)
+        .with_context(|| format!("cannot create model folder {}", dir.display()))?;
+    // One metadata entry instead of burn's three, which it keeps in a HashMap and so writes
+    // in a random order: the same weights then always give the same file.
+    let mut store = SafetensorsStore::from_bytes(None)
+        .clear_metadata()
+        .metadata("producer", concat!("catdog ", env!("CARGO_PKG_VERSION")));
+    model
+        .save_into(&mut store)
+        .map_err(|err| anyhow::anyhow!("cannot serialise the weights: {err}"))?;
+    let weights = store
+        .get_bytes()
+        .map_err(|err| anyhow::anyhow!("cannot serialise the weights: {err}"))?;
+    let info = ModelInfo {
+        weights_bytes: weights.len() as u64,
+        weights_crc32: crc32fast::hash(&weights),
+        ..info.clone()
+    };
+    let mut json = serde_json::to_vec_pretty(&info)?;
+    json.push(b'\n');
+    write_atomically(&dir.join(WEIGHTS_FILE), &weights)?;
+    write_atomically(&dir.join(INFO_FILE), &json)?;
+    Ok(())
+}
+
+/// Reads the model in `dir` onto `device`, checking that it is one this catdog can run.
+pub fn load(dir: &Path, device: &Device) -> Result<(SmallCnn, ModelInfo)> {
+    let info_path = dir.join(INFO_FILE);
+    let weights_path = dir.join(WEIGHTS_FILE);
+    if !dir.is_dir() {
+        bail!(
+            "model folder {} does not exist (train one with `catdog train --out {}`)",
+            dir.display(),
+            dir.display()
+        );
+    }
+    let info = read_info(&info_path)?;
+    let weights = fs::read(&weights_path)
+        .with_context(|| format!("cannot read {}", weights_path.display()))?;
+    ensure!(
+        weights.len() as u64 == info.weights_bytes,
+        "{} has {} bytes but {} says {}: the two files do not belong together \
+         (a partial copy or an interrupted save?)",
+        weights_path.display(),
+        weights.len(),
+        info_path.display(),
+        info.weights_bytes
+    );
+    ensure!(
+        crc32fast::hash(&weights) == info.weights_crc32,
+        "{} is damaged: its checksum does not match the one in {}",
+        weights_path.display(),
+        info_path.display()
+    );
+
+    let mut model = SmallCnn::new(info.classes.len(), device);
+    let mut store = SafetensorsStore::from_bytes(Some(weights));
+    let applied = model.load_from(&mut store).map_err(|err| {
+        anyhow::anyhow!(
+            "{} does not fit the {ARCHITECTURE} for {} classes that {} describes: {err}",
+            weights_path.display(),
+            info.classes.len(),
+            info_path.display()
+        )
+    })?;
+    ensure!(
+        applied.errors.is_empty() && applied.missing.is_empty(),
+        "{} does not fit a {ARCHITECTURE} for {} classes: {}",
+        weights_path.display(),
+        info.classes.len(),
+        applied
+            .errors
+            .iter()
+            .map(|err| format!("{err:?}"))
+            .chain(
+                applied
+                    .missing
+                    .iter()
+                    .map(|(path, _)| format!("{path} missing"))
+            )
+            .collect::<Vec<_>>()
+            .join("; ")
+    );
+    Ok((model, info))
+}
+
+fn read_info(path: &Path) -> Result<ModelInfo> {
+    let text =
+        fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let info: ModelInfo = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a catdog model description", path.display()))?;
+    ensure!(
+        info.format_version == FORMAT_VERSION,
+        "{} has format version {}, this catdog reads version {FORMAT_VERSION}",
+        path.display(),
+        info.format_version
+    );
+    ensure!(
+        info.architecture == ARCHITECTURE && info.architecture_version == ARCHITECTURE_VERSION,
+        "{} describes a {} v{}, this catdog runs {ARCHITECTURE} v{ARCHITECTURE_VERSION}",
+        path.display(),
+        info.architecture,
+        info.architecture_version
+    );
+    ensure!(
+        info.classes.len() >= 2 && info.image_size >= 16,
+        "{} names {} classes at {} px: a model needs two classes or more, at 16 px or more",
+        path.display(),
+        info.classes.len(),
+        info.image_size
+    );
+    Ok(info)
+}
+
+/// Writes `bytes` to a temporary file beside `path`, flushes it to disk, then renames it
+/// over `path`: readers see the old file or the new one, never a part.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let mut file = tempfile::Builder::new()
+        .prefix(crate::out_folder::PARTIAL_PREFIX)
+        .tempfile_in(&dir)
+        .with_context(|| format!("cannot create a file in {}", dir.display()))?;
+    file.write_all(bytes)
+        .and_then(|()| file.as_file().sync_all())
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    file.persist(path)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}

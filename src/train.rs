@@ -1,0 +1,728 @@
+//! Training: from a folder of photos (or generated pictures) to a saved model.
+//!
+//! [`train`] is the whole `catdog train` command: find and split the photos, decode them,
+//! run [`fit`] (the training loop), save. [`fit`] is the loop itself: Adam, cross-entropy,
+//! validation after every epoch, and photos per second measured over each epoch's wall time.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, Result, anyhow, bail};
+use burn::module::Module;
+use burn::nn::loss::{CrossEntropyLoss, CrossEntropyLossConfig};
+use burn::optim::{AdamConfig, GradientsParams, ModuleOptimizer};
+use burn::store::{BurnpackStore, ModuleSnapshot};
+use burn::tensor::{Bytes, Device};
+use serde::{Deserialize, Serialize};
+
+use crate::backend::Backend;
+use crate::batch::{Normalization, batch, batch_indices};
+use crate::checkpoint::{self, Checkpoint, Position, RunSettings};
+use crate::dataset::{Dataset, generated_fingerprint, stratified_split};
+use crate::decode::{Skipped, decode_samples};
+use crate::images::ImageSet;
+use crate::interrupt::{self, Interrupt};
+use crate::model::{ARCHITECTURE, ARCHITECTURE_VERSION, SmallCnn};
+use crate::out_folder::OutFolder;
+use crate::saved_model::{self, ModelInfo};
+use crate::synth;
+
+/// What `catdog train` is asked to do.
+#[derive(Clone, Debug)]
+pub struct TrainOptions {
+    /// Folder of photos; `None` trains on [`synth`]'s generated pictures.
+    pub data: Option<PathBuf>,
+    /// How many pictures to generate when `data` is `None`.
+    pub generated_count: usize,
+    pub image_size: u32,
+    pub val_split: f64,
+    pub settings: FitSettings,
+    /// The model folder to write; it also holds the run's checkpoint.
+    pub out: PathBuf,
+    /// Continue the run whose checkpoint is in `out` instead of starting afresh.
+    pub resume: bool,
+}
+
+impl Default for TrainOptions {
+    fn default() -> Self {
+        TrainOptions {
+            data: None,
+            generated_count: 2000,
+            image_size: 64,
+            val_split: 0.1,
+            settings: FitSettings::default(),
+            out: PathBuf::from("models/catdog"),
+            resume: false,
+        }
+    }
+}
+
+impl TrainOptions {
+    /// The options a checkpointed run was started with, to resume it in `out`.
+    pub fn of_run(run: &RunSettings, out: &Path) -> TrainOptions {
+        TrainOptions {
+            data: run.data.clone(),
+            generated_count: run.generated_count,
+            image_size: run.image_size,
+            val_split: run.val_split,
+            settings: run.fit.clone(),
+            out: out.to_path_buf(),
+            resume: true,
+        }
+    }
+}
+
+/// The training loop's own settings.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FitSettings {
+    pub epochs: usize,
+    pub batch_size: usize,
+    /// The peak learning rate.
+    pub learning_rate: f64,
+    pub schedule: Schedule,
+    /// Seeds the weights' initialisation, the validation split and the shuffling.
+    pub seed: u64,
+}
+
+impl Default for FitSettings {
+    fn default() -> Self {
+        FitSettings {
+            epochs: 5,
+            batch_size: 32,
+            learning_rate: 1e-3,
+            schedule: Schedule::Cosine,
+            seed: 42,
+        }
+    }
+}
+
+/// How the learning rate changes over a run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Schedule {
+    /// Warm up linearly over the first 5 % of steps, then decay to zero along a cosine.
+    #[default]
+    Cosine,
+    /// The same learning rate throughout.
+    Constant,
+}
+
+impl Schedule {
+    /// The learning rate for step `step` (from 0) of `total`, peaking at `peak`.
+    pub fn learning_rate(self, peak: f64, step: usize, total: usize) -> f64 {
+        match self {
+            Schedule::Constant => peak,
+            Schedule::Cosine => {
+                let warmup = (total / 20).max(1);
+                if step < warmup {
+                    peak * (step + 1) as f64 / warmup as f64
+                } else {
+                    let progress = (step - warmup) as f64 / (total - warmup).max(1) as f64;
+                    peak * 0.5 * (1.0 + (std::f64::consts::PI * progress).cos())
+                }
+            }
+        }
+    }
+}
+
+/// How one epoch went.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EpochStats {
+    /// Counted from 1.
+    pub epoch: usize,
+    pub train_loss: f64,
+    pub val_loss: Option<f64>,
+    pub val_accuracy: Option<f64>,
+    /// Training photos per wall-clock second over the whole epoch: batching, copying to the
+    /// device, forward, backward and optimizer step (validation not included).
+    pub train_images_per_sec: f64,
+    pub train_seconds: f64,
+}
+
+/// What a finished `catdog train` reports.
+#[derive(Clone, Debug)]
+pub struct TrainReport {
+    pub backend: Backend,
+    /// Where the photos came from, e.g. "data/photos (class folders)".
+    pub data: String,
+    pub classes: Vec<String>,
+    pub train_images: usize,
+    pub val_images: usize,
+    pub skipped: Vec<Skipped>,
+    /// Photos decoded per second, when photos were read from disk.
+    pub decode_images_per_sec: Option<f64>,
+    pub epochs: Vec<EpochStats>,
+    pub model_dir: PathBuf,
+}
+
+impl TrainReport {
+    pub fn last_epoch(&self) -> &EpochStats {
+        self.epochs
+            .last()
+            .expect("training runs at least one epoch")
+    }
+}
+
+/// Hears how training goes, to draw it for a person. Every method does nothing by default,
+/// so `&mut ()` trains silently.
+pub trait TrainProgress: Sync {
+    /// A line worth telling the user ("training on generated pictures", a skipped photo).
+    fn note(&mut self, _line: &str) {}
+    fn decode_started(&mut self, _photos: usize) {}
+    /// One more photo decoded; called from many threads.
+    fn photo_decoded(&self) {}
+    fn decode_finished(&mut self) {}
+    fn epoch_started(&mut self, _epoch: usize, _epochs: usize, _batches: usize) {}
+    fn batch_finished(&mut self, _images: usize, _loss: f64) {}
+    fn epoch_finished(&mut self, _stats: &EpochStats, _epochs: usize) {}
+}
+
+impl TrainProgress for () {}
+
+/// Training stopped by Ctrl-C or SIGTERM, with a checkpoint saved: the error `train` returns
+/// then, so that the command line can say how to resume and exit with the signal's code.
+#[derive(Debug)]
+pub struct Stopped {
+    pub by: Interrupt,
+    /// Where the run stands, e.g. "epoch 3 of 5, 12 batches in".
+    pub position: String,
+    pub out: PathBuf,
+}
+
+impl std::fmt::Display for Stopped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "stopped by {} at {}; the checkpoint is saved. Continue with: \
+             catdog train --resume --out {}",
+            self.by.name(),
+            self.position,
+            self.out.display()
+        )
+    }
+}
+
+impl std::error::Error for Stopped {}
+
+/// Runs `catdog train`: data, training with a checkpoint after every epoch, and the model
+/// saved in `options.out`. With `options.resume`, continues the run checkpointed there.
+pub fn train(
+    options: &TrainOptions,
+    backend: &Backend,
+    progress: &mut dyn TrainProgress,
+) -> Result<TrainReport> {
+    let (_lock, took_over) = OutFolder::claim(&options.out, room_needed(backend))?;
+    if let Some(line) = took_over {
+        progress.note(&line);
+    }
+    let start = if options.resume {
+        let start = checkpoint::load(&options.out)?;
+        progress.note(&format!(
+            "resuming the run in {} at {}",
+            options.out.display(),
+            start.state.describe()
+        ));
+        Some(start)
+    } else {
+        if let Some(state) = checkpoint::read_state(&options.out)?
+            && !state.finished()
+        {
+            bail!(
+                "{} holds an unfinished run ({}): continue it with `catdog train --resume \
+                 --out {}`, or delete {} to start again",
+                options.out.display(),
+                state.describe(),
+                options.out.display(),
+                checkpoint::dir(&options.out).display()
+            );
+        }
+        None
+    };
+
+    let data = prepare_data(options, progress)?;
+    let run = RunSettings {
+        data: options.data.clone(),
+        generated_count: options.generated_count,
+        image_size: options.image_size,
+        val_split: options.val_split,
+        fit: options.settings.clone(),
+        classes: data.classes.clone(),
+        data_fingerprint: data.fingerprint.clone(),
+    };
+    if let Some(start) = &start {
+        check_same_run(&start.state.run, &run, &options.out)?;
+    }
+    let normalization = Normalization::default();
+    let mut save_checkpoint =
+        |trainer: &Trainer, position: &Position, history: &[EpochStats]| -> Result<()> {
+            let (model, optimizer) = trainer.to_bytes()?;
+            checkpoint::save(&options.out, &run, position, history, &model, &optimizer)
+        };
+    let outcome = fit_from(
+        &data.train,
+        &data.val,
+        data.classes.len(),
+        &options.settings,
+        &normalization,
+        &backend.device,
+        start,
+        &mut save_checkpoint,
+        progress,
+    )
+    .with_context(|| {
+        format!(
+            "training stopped; the last checkpoint is kept in {}",
+            checkpoint::dir(&options.out).display()
+        )
+    })?;
+    let (model, epochs) = match outcome {
+        FitOutcome::Finished { model, history } => (model, history),
+        FitOutcome::Stopped { by, position } => {
+            return Err(anyhow!(Stopped {
+                by,
+                position,
+                out: options.out.clone(),
+            }));
+        }
+    };
+
+    let last = epochs.last().expect("fit runs at least one epoch");
+    let info = ModelInfo {
+        format_version: saved_model::FORMAT_VERSION,
+        catdog_version: env!("CARGO_PKG_VERSION").to_string(),
+        architecture: ARCHITECTURE.to_string(),
+        architecture_version: ARCHITECTURE_VERSION,
+        classes: data.classes.clone(),
+        image_size: options.image_size,
+        normalization,
+        epochs: epochs.len(),
+        val_accuracy: last.val_accuracy,
+        backend: backend.kind,
+        device: backend.device_name.clone(),
+        train_images_per_sec: last.train_images_per_sec,
+        weights_bytes: 0,
+        weights_crc32: 0,
+    };
+    saved_model::save(&options.out, &model, &info)?;
+
+    Ok(TrainReport {
+        backend: backend.clone(),
+        data: data.description,
+        classes: data.classes,
+        train_images: data.train.len(),
+        val_images: data.val.len(),
+        skipped: data.skipped,
+        decode_images_per_sec: data.decode_images_per_sec,
+        epochs,
+        model_dir: options.out.clone(),
+    })
+}
+
+/// Disk space a run needs in its model folder: the model, and a checkpoint (network and
+/// Adam's two moments) twice over while the next one replaces it, plus slack for the
+/// descriptions.
+fn room_needed(backend: &Backend) -> u64 {
+    let parameters = SmallCnn::new(2, &backend.device).num_params() as u64;
+    parameters * 4 * (1 + 2 * 3) + (1 << 20)
+}
+
+/// Refuses to resume `started` with a different dataset or image size.
+fn check_same_run(started: &RunSettings, now: &RunSettings, out: &Path) -> Result<()> {
+    let source = |run: &RunSettings| {
+        run.data.as_ref().map_or_else(
+            || format!("{} generated pictures", run.generated_count),
+            |dir| dir.display().to_string(),
+        )
+    };
+    let refuse = |what: String| {
+        bail!(
+            "cannot resume the run in {}: {what}. A resumed run continues with the photos and \
+             settings it was started with; delete {} to start a new one",
+            out.display(),
+            checkpoint::dir(out).display()
+        )
+    };
+    if started.image_size != now.image_size {
+        return refuse(format!(
+            "it was started at {} px, not {} px",
+            started.image_size, now.image_size
+        ));
+    }
+    if started.classes != now.classes {
+        return refuse(format!(
+            "it was started with classes {:?}, the photos now have {:?}",
+            started.classes, now.classes
+        ));
+    }
+    if started.data != now.data || started.data_fingerprint != now.data_fingerprint {
+        return refuse(format!(
+            "it was started on {}, and the photos are not the same now ({})",
+            source(started),
+            source(now)
+        ));
+    }
+    if started != now {
+        return refuse("its settings differ".to_string());
+    }
+    Ok(())
+}
+
+/// Training and validation pictures, decoded.
+struct PreparedData {
+    description: String,
+    classes: Vec<String>,
+    train: ImageSet,
+    val: ImageSet,
+    skipped: Vec<Skipped>,
+    decode_images_per_sec: Option<f64>,
+    /// Identifies the exact pictures, so that a resumed run can check it has the same ones.
+    fingerprint: String,
+}
+
+fn prepare_data(options: &TrainOptions, progress: &mut dyn TrainProgress) -> Result<PreparedData> {
+    let seed = options.settings.seed;
+    let Some(dir) = &options.data else {
+        progress.note(&format!(
+            "No --data given: training on {} generated cat and dog faces \
+             (see `catdog synth`); pass --data DIR to train on your own photos.",
+            options.generated_count
+        ));
+        let all = synth::generate(options.generated_count, options.image_size, seed);
+        let (train, val) = stratified_split(all.labels(), options.val_split, seed);
+        return Ok(PreparedData {
+            description: format!("{} generated pictures", options.generated_count),
+            classes: synth::CLASSES.map(String::from).to_vec(),
+            train: all.select(&train),
+            val: all.select(&val),
+            skipped: Vec::new(),
+            decode_images_per_sec: None,
+            fingerprint: generated_fingerprint(options.generated_count, options.image_size, seed),
+        });
+    };
+
+    let dataset = Dataset::scan(dir)?;
+    let fingerprint = dataset.fingerprint();
+    let (train_samples, val_samples) = dataset.split(options.val_split, seed);
+    progress.decode_started(dataset.samples.len());
+    let started = Instant::now();
+    let tick = || progress.photo_decoded();
+    let train = decode_samples(&train_samples, options.image_size, &tick);
+    let val = decode_samples(&val_samples, options.image_size, &tick);
+    let decode_images_per_sec = dataset.samples.len() as f64 / started.elapsed().as_secs_f64();
+    progress.decode_finished();
+
+    let skipped: Vec<Skipped> = train.skipped.into_iter().chain(val.skipped).collect();
+    for skip in &skipped {
+        progress.note(&format!("skipped {}: {}", skip.path.display(), skip.reason));
+    }
+    if train.images.is_empty() {
+        bail!("none of the photos in {} could be decoded", dir.display());
+    }
+    Ok(PreparedData {
+        description: format!("{} ({:?})", dir.display(), dataset.layout),
+        classes: dataset.classes,
+        train: train.images,
+        val: val.images,
+        skipped,
+        decode_images_per_sec: Some(decode_images_per_sec),
+        fingerprint,
+    })
+}
+
+/// The training loop: `settings.epochs` passes over `train` in shuffled batches, each
+/// followed by a validation pass over `val` (skipped when `val` is empty).
+pub fn fit(
+    train: &ImageSet,
+    val: &ImageSet,
+    classes: usize,
+    settings: &FitSettings,
+    normalization: &Normalization,
+    device: &Device,
+    progress: &mut dyn TrainProgress,
+) -> Result<(SmallCnn, Vec<EpochStats>)> {
+    let no_checkpoints = &mut |_: &Trainer, _: &Position, _: &[EpochStats]| Ok(());
+    match fit_from(
+        train,
+        val,
+        classes,
+        settings,
+        normalization,
+        device,
+        None,
+        no_checkpoints,
+        progress,
+    )? {
+        FitOutcome::Finished { model, history } => Ok((model, history)),
+        FitOutcome::Stopped { by, position } => bail!("stopped by {} at {position}", by.name()),
+    }
+}
+
+/// How [`fit_from`] ended.
+pub enum FitOutcome {
+    Finished {
+        model: SmallCnn,
+        history: Vec<EpochStats>,
+    },
+    /// A signal arrived; a checkpoint of the position was saved.
+    Stopped { by: Interrupt, position: String },
+}
+
+/// Saves a checkpoint of the trainer at a position, with the epochs finished so far.
+pub type SaveCheckpoint<'a> = dyn FnMut(&Trainer, &Position, &[EpochStats]) -> Result<()> + 'a;
+
+/// [`fit`], starting from a checkpoint when there is one, calling `save_checkpoint` after
+/// every epoch and when Ctrl-C or SIGTERM asks it to stop (after the batch in progress).
+/// A batch's shuffle and learning rate depend only on the seed and its position, so a resumed
+/// run takes the same steps as one that was never interrupted.
+#[allow(clippy::too_many_arguments)]
+pub fn fit_from(
+    train: &ImageSet,
+    val: &ImageSet,
+    classes: usize,
+    settings: &FitSettings,
+    normalization: &Normalization,
+    device: &Device,
+    start: Option<Checkpoint>,
+    save_checkpoint: &mut SaveCheckpoint,
+    progress: &mut dyn TrainProgress,
+) -> Result<FitOutcome> {
+    if train.is_empty() {
+        bail!("no training photos");
+    }
+    let (mut trainer, mut position, mut history) = match start {
+        Some(start) => (
+            Trainer::restore(classes, device, start.model, start.optimizer)?,
+            start.state.position,
+            start.state.history,
+        ),
+        None => (
+            Trainer::new(classes, device, settings.seed),
+            Position {
+                epoch: 1,
+                ..Position::default()
+            },
+            Vec::new(),
+        ),
+    };
+    let steps_per_epoch = train.len().div_ceil(settings.batch_size);
+    let total_steps = steps_per_epoch * settings.epochs;
+    while position.epoch <= settings.epochs {
+        let epoch = position.epoch;
+        let batches = batch_indices(
+            train.len(),
+            settings.batch_size,
+            Some(settings.seed + epoch as u64),
+        );
+        progress.epoch_started(epoch, settings.epochs, batches.len());
+        let started = Instant::now();
+        let mut images_this_session = 0;
+        for (i, indices) in batches.iter().enumerate().skip(position.batches_done) {
+            let step = (epoch - 1) * steps_per_epoch + i;
+            let learning_rate =
+                settings
+                    .schedule
+                    .learning_rate(settings.learning_rate, step, total_steps);
+            let loss = trainer.step(train, indices, normalization, learning_rate);
+            if !loss.is_finite() {
+                bail!(
+                    "the loss became {loss} in epoch {epoch}: training diverged; \
+                     try a lower --lr (it is {})",
+                    settings.learning_rate
+                );
+            }
+            position.loss_sum += loss * indices.len() as f64;
+            position.batches_done = i + 1;
+            images_this_session += indices.len();
+            progress.batch_finished(indices.len(), loss);
+            if let Some(by) = interrupt::requested() {
+                save_checkpoint(&trainer, &position, &history)?;
+                let settings_epochs = settings.epochs;
+                return Ok(FitOutcome::Stopped {
+                    by,
+                    position: format!(
+                        "epoch {epoch} of {settings_epochs}, {} of {} batches",
+                        position.batches_done,
+                        batches.len()
+                    ),
+                });
+            }
+        }
+        device.sync().context("the device failed while training")?;
+        let seconds = started.elapsed().as_secs_f64();
+
+        let (val_loss, val_accuracy) = if val.is_empty() {
+            (None, None)
+        } else {
+            let (loss, accuracy) = evaluate(
+                &trainer.model().valid(),
+                val,
+                normalization,
+                device,
+                settings.batch_size,
+            );
+            (Some(loss), Some(accuracy))
+        };
+        let stats = EpochStats {
+            epoch,
+            train_loss: position.loss_sum / train.len() as f64,
+            val_loss,
+            val_accuracy,
+            train_images_per_sec: images_this_session as f64 / seconds,
+            train_seconds: seconds,
+        };
+        progress.epoch_finished(&stats, settings.epochs);
+        history.push(stats);
+        position = Position {
+            epoch: epoch + 1,
+            ..Position::default()
+        };
+        save_checkpoint(&trainer, &position, &history)?;
+        if let Some(by) = interrupt::requested() {
+            return Ok(FitOutcome::Stopped {
+                by,
+                position: format!("the end of epoch {epoch} of {}", settings.epochs),
+            });
+        }
+    }
+    Ok(FitOutcome::Finished {
+        model: trainer.model().valid(),
+        history,
+    })
+}
+
+/// A network being trained with Adam on cross-entropy: one [`step`](Self::step) is one batch.
+pub struct Trainer {
+    /// Always `Some` between steps; taken while the optimizer replaces it, so that the old
+    /// weights have a single owner and can be updated in place.
+    model: Option<SmallCnn>,
+    optimizer: ModuleOptimizer,
+    loss: CrossEntropyLoss,
+    /// `device` with autodiff.
+    device: Device,
+}
+
+impl Trainer {
+    /// A freshly initialised network on `device`, its weights drawn from `seed`.
+    pub fn new(classes: usize, device: &Device, seed: u64) -> Trainer {
+        let device = device.clone().autodiff();
+        device.seed(seed);
+        Trainer {
+            model: Some(SmallCnn::new(classes, &device)),
+            optimizer: adam(),
+            loss: CrossEntropyLossConfig::new().init(&device),
+            device,
+        }
+    }
+
+    /// A trainer continuing from [`to_bytes`](Self::to_bytes)'s output: the network with its
+    /// parameter ids, and Adam's moments keyed by them.
+    pub fn restore(
+        classes: usize,
+        device: &Device,
+        model: Vec<u8>,
+        optimizer: Vec<u8>,
+    ) -> Result<Trainer> {
+        let device = device.clone().autodiff();
+        let mut network = SmallCnn::new(classes, &device);
+        let mut store = BurnpackStore::from_bytes(Some(Bytes::from_bytes_vec(model)));
+        let applied = network
+            .load_from(&mut store)
+            .map_err(|err| anyhow!("the checkpoint's network cannot be read: {err}"))?;
+        if !applied.errors.is_empty() || !applied.missing.is_empty() {
+            bail!(
+                "the checkpoint's network does not fit a {ARCHITECTURE} for {classes} classes                  ({} errors, {} missing tensors)",
+                applied.errors.len(),
+                applied.missing.len()
+            );
+        }
+        // Adam's state is read onto burn's default device and moves to the parameters'
+        // device at the next step.
+        let optimizer = adam()
+            .from_bytes(Bytes::from_bytes_vec(optimizer))
+            .map_err(|err| anyhow!("the checkpoint's optimizer state cannot be read: {err}"))?;
+        Ok(Trainer {
+            model: Some(network),
+            optimizer,
+            loss: CrossEntropyLossConfig::new().init(&device),
+            device,
+        })
+    }
+
+    /// The network and the optimizer state, serialised for a checkpoint.
+    pub fn to_bytes(&self) -> Result<(Vec<u8>, Vec<u8>)> {
+        let mut store = BurnpackStore::from_bytes(None);
+        self.model()
+            .save_into(&mut store)
+            .map_err(|err| anyhow!("cannot serialise the network: {err}"))?;
+        let model = store
+            .get_bytes()
+            .map_err(|err| anyhow!("cannot serialise the network: {err}"))?;
+        let optimizer = self
+            .optimizer
+            .into_bytes()
+            .map_err(|err| anyhow!("cannot serialise the optimizer state: {err}"))?;
+        Ok((model.to_vec(), optimizer.to_vec()))
+    }
+
+    /// The network as trained so far.
+    pub fn model(&self) -> &SmallCnn {
+        self.model
+            .as_ref()
+            .expect("the model is back after every step")
+    }
+
+    /// Forward, backward and Adam step on the images at `indices`; returns the batch's mean
+    /// loss, read back from the device (which waits for the forward pass to finish).
+    pub fn step(
+        &mut self,
+        images: &ImageSet,
+        indices: &[usize],
+        normalization: &Normalization,
+        learning_rate: f64,
+    ) -> f64 {
+        let (inputs, labels) = batch(images, indices, normalization, &self.device);
+        let model = self
+            .model
+            .take()
+            .expect("the model is back after every step");
+        let loss = self.loss.forward(model.forward(inputs), labels);
+        let loss_value = loss.clone().into_scalar::<f32>() as f64;
+        let grads = GradientsParams::from_grads(loss.backward(), &model);
+        self.model = Some(self.optimizer.step(learning_rate, model, grads));
+        loss_value
+    }
+}
+
+/// Adam with PyTorch's epsilon, so that the two are compared on the same optimizer.
+fn adam() -> ModuleOptimizer {
+    AdamConfig::new().with_epsilon(1e-8).init()
+}
+
+/// Mean cross-entropy and accuracy of `model` on `set`.
+pub fn evaluate(
+    model: &SmallCnn,
+    set: &ImageSet,
+    normalization: &Normalization,
+    device: &Device,
+    batch_size: usize,
+) -> (f64, f64) {
+    let loss_fn = CrossEntropyLossConfig::new().init(device);
+    let mut loss_sum = 0.0;
+    let mut correct = 0;
+    for indices in batch_indices(set.len(), batch_size, None) {
+        let (images, labels) = batch(set, &indices, normalization, device);
+        let logits = model.forward(images);
+        let loss = loss_fn.forward(logits.clone(), labels);
+        loss_sum += loss.into_scalar::<f32>() as f64 * indices.len() as f64;
+        let predicted = logits.argmax(1).into_data();
+        correct += indices
+            .iter()
+            .zip(predicted.iter::<i64>())
+            .filter(|&(&i, p)| set.labels()[i] as i64 == p)
+            .count();
+    }
+    (
+        loss_sum / set.len() as f64,
+        correct as f64 / set.len() as f64,
+    )
+}

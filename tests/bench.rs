@@ -1,0 +1,180 @@
+//! `catdog devices` and `catdog bench` end to end, with settings small enough for CI.
+
+mod common;
+
+use std::fs;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn catdog(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_catdog"))
+        .args(args)
+        .output()
+        .expect("the catdog binary runs")
+}
+
+fn succeed(args: &[&str]) -> String {
+    let output = catdog(args);
+    assert!(
+        output.status.success(),
+        "catdog {args:?} failed ({}):\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
+#[test]
+fn devices_lists_the_cpu_and_says_what_auto_picks() {
+    let devices: Value = serde_json::from_str(&succeed(&["devices", "--json"])).unwrap();
+    let cpu = &devices["cpu"];
+    assert!(!cpu["model"].as_str().unwrap().is_empty());
+    assert!(cpu["threads"].as_u64().unwrap() >= 1);
+    assert!(cpu["memory_bytes"].as_u64().unwrap() > 0);
+    let gpus = devices["gpus"].as_array().unwrap();
+    for gpu in gpus {
+        for field in ["name", "vendor", "kind", "api", "driver"] {
+            assert!(gpu[field].is_string(), "{field} in {gpu}");
+        }
+    }
+    let any_hardware = gpus
+        .iter()
+        .any(|gpu| gpu["kind"].as_str().unwrap() != "software");
+    assert_eq!(devices["hardware_gpu"], any_hardware);
+    let auto = devices["auto"]["backend"].as_str().unwrap();
+    assert_eq!(auto == "wgpu", any_hardware, "{devices}");
+    assert!(!devices["auto"]["reason"].as_str().unwrap().is_empty());
+
+    let text = succeed(&["devices"]);
+    if !any_hardware {
+        assert!(
+            text.contains("No hardware GPU") || text.contains("GPU: none"),
+            "{text}"
+        );
+    }
+    assert!(text.contains("--backend auto"), "{text}");
+}
+
+#[test]
+fn bench_measures_every_backend_and_exports_json_markdown_and_charts() {
+    let mut backends = vec!["flex", "ndarray"];
+    if common::wgpu_or_skip("bench on wgpu").is_some() {
+        backends.insert(0, "wgpu");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let markdown = dir.path().join("bench.md");
+    let svg = dir.path().join("bench.svg");
+    let list = backends.join(",");
+    let output = succeed(&[
+        "bench",
+        "--backends",
+        &list,
+        "--image-size",
+        "16",
+        "--batch-size",
+        "4",
+        "--seconds",
+        "0.2",
+        "--repeats",
+        "2",
+        "--warmup-steps",
+        "1",
+        "--json",
+        "--export-markdown",
+        markdown.to_str().unwrap(),
+        "--chart",
+        svg.to_str().unwrap(),
+    ]);
+
+    let report: Value = serde_json::from_str(&output).expect("one JSON object");
+    assert_eq!(report["settings"]["image_size"], 16);
+    assert_eq!(report["settings"]["batch_size"], 4);
+    assert!(
+        report["machine"]["cpu"]["compute_threads"]
+            .as_u64()
+            .unwrap()
+            >= 1
+    );
+    let runs = report["runs"].as_array().unwrap();
+    let names: Vec<&str> = runs
+        .iter()
+        .map(|run| run["backend"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, backends);
+    for run in runs {
+        assert!(!run["device"].as_str().unwrap().is_empty());
+        for (figure, measurement) in [
+            ("train_images_per_sec", "train"),
+            ("infer_images_per_sec", "infer"),
+        ] {
+            let windows: Vec<f64> = run[measurement]["windows"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|w| w.as_f64().unwrap())
+                .collect();
+            assert_eq!(windows.len(), 2, "{run}");
+            assert!(windows.iter().all(|&w| w > 0.0), "{run}");
+            let (min, max) = (
+                run[measurement]["min"].as_f64().unwrap(),
+                run[measurement]["max"].as_f64().unwrap(),
+            );
+            let median = run[figure].as_f64().unwrap();
+            assert!(min <= median && median <= max, "{run}");
+        }
+    }
+
+    let table = fs::read_to_string(&markdown).unwrap();
+    let rows: Vec<&str> = table.lines().filter(|l| l.starts_with('|')).collect();
+    assert_eq!(rows.len(), 2 + backends.len(), "{table}");
+    for backend in &backends {
+        assert_eq!(
+            rows.iter()
+                .filter(|r| r.starts_with(&format!("| {backend} ")))
+                .count(),
+            1,
+            "{table}"
+        );
+    }
+
+    let chart = fs::read_to_string(&svg).unwrap();
+    assert!(chart.starts_with("<svg") && chart.trim_end().ends_with("</svg>"));
+    for backend in &backends {
+        assert!(chart.contains(backend), "{backend} missing from the chart");
+    }
+}
+
+#[test]
+fn bench_chart_as_png_and_its_text_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let png = dir.path().join("bench.png");
+    let text = succeed(&[
+        "bench",
+        "--backends",
+        "flex",
+        "--image-size",
+        "16",
+        "--batch-size",
+        "4",
+        "--seconds",
+        "0.2",
+        "--repeats",
+        "1",
+        "--warmup-steps",
+        "1",
+        "--chart",
+        png.to_str().unwrap(),
+    ]);
+    assert!(text.contains("flex"), "{text}");
+    assert!(
+        text.contains("The article: CPU ≈ 10, GPU ≈ 1,000 photos/s"),
+        "{text}"
+    );
+    assert!(
+        text.contains("threads"),
+        "the CPU thread count is printed:\n{text}"
+    );
+    let decoded = image::open(&png).expect("a valid PNG");
+    assert!(decoded.width() > 100 && decoded.height() > 100);
+}

@@ -1,0 +1,336 @@
+//! The `catdog` binary end to end, as a user runs it.
+
+mod common;
+
+use std::fs;
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn catdog(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_catdog"))
+        .args(args)
+        .output()
+        .expect("the catdog binary runs")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn assert_success(output: &Output) {
+    assert!(
+        output.status.success(),
+        "catdog failed ({}):\nstdout:\n{}\nstderr:\n{}",
+        output.status,
+        stdout(output),
+        stderr(output)
+    );
+}
+
+/// Asserts a clean failure: exit code 1 (2 for a malformed command line, as clap does), an
+/// `error:` line containing `message`, and no panic.
+fn assert_fails_with(output: &Output, message: &str) {
+    let err = stderr(output);
+    assert!(
+        matches!(output.status.code(), Some(1 | 2)),
+        "{}; stderr:\n{err}",
+        output.status
+    );
+    assert!(
+        err.contains("error:") && err.contains(message),
+        "expected {message:?} in:\n{err}"
+    );
+    assert!(!err.contains("panicked"), "catdog panicked:\n{err}");
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn synth_then_train_then_predict_with_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let model = dir.path().join("model");
+    assert_success(&catdog(&[
+        "synth",
+        "--out",
+        path(&data),
+        "--count",
+        "80",
+        "--size",
+        "32",
+    ]));
+    assert_eq!(fs::read_dir(data.join("cat")).unwrap().count(), 40);
+
+    let output = catdog(&[
+        "train",
+        "--data",
+        path(&data),
+        "--backend",
+        "flex",
+        "--epochs",
+        "2",
+        "--image-size",
+        "32",
+        "--batch-size",
+        "16",
+        "--out",
+        path(&model),
+        "--json",
+    ]);
+    assert_success(&output);
+    let report: Value = serde_json::from_str(stdout(&output).trim()).expect("one JSON object");
+    assert_eq!(report["backend"], "flex");
+    assert_eq!(report["epochs"], 2);
+    assert_eq!(report["train_images"], 72);
+    assert_eq!(report["val_images"], 8);
+    assert!(report["train_images_per_sec"].as_f64().unwrap() > 0.0);
+    let accuracy = report["val_accuracy"].as_f64().unwrap();
+    assert!((0.0..=1.0).contains(&accuracy));
+    assert!(report["device"].as_str().unwrap().contains("threads"));
+    assert_eq!(report["model"], path(&model));
+    assert!(
+        stderr(&output).contains("epoch 2/2"),
+        "per-epoch lines on stderr"
+    );
+
+    let info: Value =
+        serde_json::from_str(&fs::read_to_string(model.join("catdog.json")).unwrap()).unwrap();
+    assert_eq!(info["classes"], serde_json::json!(["cat", "dog"]));
+    assert_eq!(info["image_size"], 32);
+    assert_eq!(info["val_accuracy"], report["val_accuracy"]);
+    assert!(model.join("model.safetensors").is_file());
+
+    // A whole folder, as JSON lines.
+    let output = catdog(&[
+        "predict",
+        "--model",
+        path(&model),
+        "--backend",
+        "flex",
+        "--json",
+        path(&data.join("dog")),
+    ]);
+    assert_success(&output);
+    let lines: Vec<Value> = stdout(&output)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 40);
+    for line in &lines {
+        let (cat, dog) = (
+            line["probabilities"]["cat"].as_f64().unwrap(),
+            line["probabilities"]["dog"].as_f64().unwrap(),
+        );
+        assert!((cat + dog - 1.0).abs() < 1e-4, "{line}");
+        let label = line["label"].as_str().unwrap();
+        assert_eq!(line["probability"], line["probabilities"][label]);
+        assert!(line["path"].as_str().unwrap().ends_with(".png"));
+    }
+
+    // One photo, for people: `path  label  probability`.
+    let photo = data.join("cat/00000.png");
+    let output = catdog(&[
+        "predict",
+        "--model",
+        path(&model),
+        "--backend",
+        "flex",
+        path(&photo),
+    ]);
+    assert_success(&output);
+    let text = stdout(&output);
+    let fields: Vec<&str> = text.split_whitespace().collect();
+    assert_eq!(fields.len(), 3, "{text}");
+    assert_eq!(fields[0], path(&photo));
+    assert!(fields[1] == "cat" || fields[1] == "dog");
+    let probability: f64 = fields[2].parse().unwrap();
+    assert!((0.5..=1.0).contains(&probability), "{text}");
+}
+
+#[test]
+fn train_without_data_uses_the_generated_pictures() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = catdog(&[
+        "train",
+        "--backend",
+        "flex",
+        "--epochs",
+        "1",
+        "--image-size",
+        "16",
+        "--out",
+        path(dir.path()),
+    ]);
+    assert_success(&output);
+    assert!(
+        stderr(&output).contains("No --data given"),
+        "{}",
+        stderr(&output)
+    );
+    let summary = stdout(&output);
+    assert!(
+        summary.contains("photos/s") && summary.contains("flex"),
+        "{summary}"
+    );
+    assert!(dir.path().join("catdog.json").is_file());
+}
+
+#[test]
+fn bad_data_folders_are_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let train = |data: &Path| {
+        catdog(&[
+            "train",
+            "--data",
+            path(data),
+            "--backend",
+            "flex",
+            "--out",
+            path(&dir.path().join("model")),
+        ])
+    };
+
+    let missing = dir.path().join("missing");
+    assert_fails_with(&train(&missing), "does not exist");
+
+    let empty = dir.path().join("empty");
+    fs::create_dir(&empty).unwrap();
+    fs::write(empty.join("notes.txt"), "no photos here").unwrap();
+    assert_fails_with(&train(&empty), "no photos found");
+
+    let one_class = dir.path().join("one-class");
+    assert_success(&catdog(&[
+        "synth",
+        "--out",
+        path(&one_class),
+        "--count",
+        "4",
+        "--size",
+        "16",
+    ]));
+    fs::remove_dir_all(one_class.join("dog")).unwrap();
+    assert_fails_with(&train(&one_class), "only one class ('cat')");
+
+    assert_fails_with(&catdog(&["train", "--epochs", "0"]), "0 is not in 1..");
+    assert_fails_with(
+        &catdog(&["train", "--backend", "tpu"]),
+        "invalid value 'tpu'",
+    );
+    assert_fails_with(
+        &catdog(&["predict", "--model", path(&missing), "x.jpg"]),
+        "model folder",
+    );
+}
+
+#[test]
+fn backend_gpu_without_a_gpu_suggests_the_cpu() {
+    if let Some(gpu) = catdog::hardware::hardware_gpu() {
+        eprintln!(
+            "SKIPPED backend_gpu_without_a_gpu_suggests_the_cpu: this machine has {}",
+            gpu.describe()
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let output = catdog(&["train", "--backend", "gpu", "--out", path(dir.path())]);
+    assert_fails_with(&output, "--backend cpu");
+    assert!(stderr(&output).contains("no hardware GPU") || stderr(&output).contains("no GPU"));
+}
+
+#[test]
+fn predict_reports_a_bad_photo_and_still_predicts_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let model = dir.path().join("model");
+    assert_success(&catdog(&[
+        "synth",
+        "--out",
+        path(&data),
+        "--count",
+        "20",
+        "--size",
+        "16",
+    ]));
+    assert_success(&catdog(&[
+        "train",
+        "--data",
+        path(&data),
+        "--backend",
+        "flex",
+        "--epochs",
+        "1",
+        "--image-size",
+        "16",
+        "--out",
+        path(&model),
+    ]));
+    let bad = dir.path().join("broken.jpg");
+    fs::write(&bad, "not a photo").unwrap();
+    let good = data.join("dog/00001.png");
+
+    let output = catdog(&[
+        "predict",
+        "--model",
+        path(&model),
+        "--backend",
+        "flex",
+        path(&bad),
+        path(&good),
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stdout(&output).starts_with(path(&good)),
+        "{}",
+        stdout(&output)
+    );
+    assert!(stderr(&output).contains(path(&bad)), "{}", stderr(&output));
+    assert!(!stderr(&output).contains("panicked"));
+}
+
+#[test]
+fn real_photos_train_and_predict() {
+    let Some(photos) = common::real_photos_or_skip("real_photos_train_and_predict") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let output = catdog(&[
+        "train",
+        "--data",
+        path(&photos),
+        "--backend",
+        "flex",
+        "--epochs",
+        "1",
+        "--image-size",
+        "32",
+        "--out",
+        path(dir.path()),
+        "--json",
+    ]);
+    assert_success(&output);
+    let report: Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+    assert_eq!(report["classes"], serde_json::json!(["cat", "dog"]));
+    assert!(report["train_images"].as_u64().unwrap() > 1500);
+
+    let photo = photos.join("dog.7.jpg");
+    let output = catdog(&[
+        "predict",
+        "--model",
+        path(dir.path()),
+        "--backend",
+        "flex",
+        "--json",
+        path(&photo),
+    ]);
+    assert_success(&output);
+    let prediction: Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+    assert!(["cat", "dog"].contains(&prediction["label"].as_str().unwrap()));
+}

@@ -1,0 +1,53 @@
+//! Helpers shared by the integration tests: optional parts that skip with a message where
+//! they are absent, unless CI asks for them.
+
+#![allow(dead_code)] // each test binary uses its own part of this module
+
+use std::path::PathBuf;
+
+use catdog::backend::{self, Backend, BackendChoice};
+
+/// True when `variable` is set to 1: a missing optional part is then a failure, not a skip.
+fn required(variable: &str) -> bool {
+    std::env::var(variable).is_ok_and(|v| v == "1")
+}
+
+/// The wgpu backend (lavapipe on a machine without a GPU). Skips, saying why, where wgpu
+/// finds no adapter, unless `CATDOG_REQUIRE_WGPU=1`.
+pub fn wgpu_or_skip(test: &str) -> Option<Backend> {
+    match backend::select(BackendChoice::Wgpu) {
+        Ok(selection) => Some(selection.backend),
+        Err(err) if required("CATDOG_REQUIRE_WGPU") => {
+            panic!("CATDOG_REQUIRE_WGPU=1 but wgpu is not usable: {err:#}")
+        }
+        Err(err) => {
+            eprintln!(
+                "SKIPPED {test}: wgpu is not usable here ({err:#}); install mesa-vulkan-drivers"
+            );
+            None
+        }
+    }
+}
+
+/// The 2,002 Kaggle originals beside the project checkout (`../shared/data/dogs-vs-cats-2k`,
+/// or `CATDOG_REAL_PHOTOS`). Skips where absent, unless `CATDOG_REQUIRE_REAL_PHOTOS=1`.
+pub fn real_photos_or_skip(test: &str) -> Option<PathBuf> {
+    let dir = std::env::var_os("CATDOG_REAL_PHOTOS").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data/dogs-vs-cats-2k"),
+        PathBuf::from,
+    );
+    if dir.is_dir() {
+        return Some(dir);
+    }
+    if required("CATDOG_REQUIRE_REAL_PHOTOS") {
+        panic!(
+            "CATDOG_REQUIRE_REAL_PHOTOS=1 but {} is absent",
+            dir.display()
+        );
+    }
+    eprintln!(
+        "SKIPPED {test}: no real photos at {} (set CATDOG_REAL_PHOTOS to a folder of them)",
+        dir.display()
+    );
+    None
+}

@@ -1,0 +1,462 @@
+//! Training that survives kills, Ctrl-C and bad model folders: `catdog train` run as a child
+//! process, stopped and resumed.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use serde_json::Value;
+
+const EPOCHS: &str = "3";
+
+fn catdog() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_catdog"))
+}
+
+fn run(args: &[&str]) -> Output {
+    catdog()
+        .args(args)
+        .output()
+        .expect("the catdog binary runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn assert_success(output: &Output) {
+    assert!(
+        output.status.success(),
+        "catdog failed ({}):\n{}",
+        output.status,
+        text(&output.stderr)
+    );
+}
+
+fn assert_error(output: &Output, message: &str) {
+    let err = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("error:") && err.contains(message),
+        "expected {message:?} in:\n{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+/// `catdog train` on 600 generated 32 px pictures, about two seconds an epoch on flex.
+fn train_args(out: &Path) -> Vec<String> {
+    [
+        "train",
+        "--backend",
+        "flex",
+        "--generated",
+        "600",
+        "--image-size",
+        "32",
+        "--epochs",
+        EPOCHS,
+        "--seed",
+        "5",
+        "--json",
+        "--out",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .chain([out.display().to_string()])
+    .collect()
+}
+
+fn start_training(out: &Path) -> Child {
+    catdog()
+        .args(train_args(out))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the catdog binary starts")
+}
+
+/// Waits until the run in `out` has checkpointed its first epoch.
+fn wait_for_first_checkpoint(out: &Path, child: &mut Child) {
+    let state = out.join("checkpoint/state.json");
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while Instant::now() < deadline {
+        if let Ok(text) = fs::read_to_string(&state) {
+            let state: Value = serde_json::from_str(&text).expect("state.json is always whole");
+            if state["history"].as_array().is_some_and(|h| !h.is_empty()) {
+                return;
+            }
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("catdog train ended ({status}) before its first checkpoint");
+        }
+        sleep(Duration::from_millis(20));
+    }
+    panic!("no checkpoint after 300 s");
+}
+
+fn signal(child: &Child, signal: Signal) {
+    kill(Pid::from_raw(child.id() as i32), signal).unwrap();
+}
+
+fn checkpoint_state(out: &Path) -> Value {
+    serde_json::from_str(&fs::read_to_string(out.join("checkpoint/state.json")).unwrap()).unwrap()
+}
+
+/// Resumes the run in `out` and checks that it ends with every epoch and a model that predicts.
+fn resume_to_the_end(out: &Path) -> Output {
+    let output = run(&[
+        "train",
+        "--resume",
+        "--backend",
+        "flex",
+        "--json",
+        "--out",
+        &out.display().to_string(),
+    ]);
+    assert_success(&output);
+    let report: Value = serde_json::from_str(text(&output.stdout).trim()).unwrap();
+    assert_eq!(report["epochs"], EPOCHS.parse::<u64>().unwrap());
+    let per_epoch: Vec<u64> = report["per_epoch"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["epoch"].as_u64().unwrap())
+        .collect();
+    assert_eq!(per_epoch, [1, 2, 3]);
+
+    let photos = out.join("photos");
+    assert_success(&run(&[
+        "synth",
+        "--out",
+        &photos.display().to_string(),
+        "--count",
+        "4",
+        "--size",
+        "32",
+    ]));
+    let predicted = run(&[
+        "predict",
+        "--backend",
+        "flex",
+        "--model",
+        &out.display().to_string(),
+        &photos.display().to_string(),
+    ]);
+    assert_success(&predicted);
+    assert_eq!(text(&predicted.stdout).lines().count(), 4);
+    output
+}
+
+fn weights(out: &Path) -> Vec<u8> {
+    fs::read(out.join("model.safetensors")).unwrap()
+}
+
+#[test]
+fn a_killed_run_resumes_where_it_stopped_and_matches_an_uninterrupted_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let whole = dir.path().join("whole");
+    let again = dir.path().join("again");
+    let killed = dir.path().join("killed");
+
+    // Determinism: the same seed, data and CPU backend give the same weights bit for bit.
+    assert_success(&catdog().args(train_args(&whole)).output().unwrap());
+    assert_success(&catdog().args(train_args(&again)).output().unwrap());
+    assert!(
+        weights(&whole) == weights(&again),
+        "two runs with one seed differ"
+    );
+
+    let mut child = start_training(&killed);
+    wait_for_first_checkpoint(&killed, &mut child);
+    signal(&child, Signal::SIGKILL);
+    child.wait().unwrap();
+    let state = checkpoint_state(&killed);
+    let done = state["history"].as_array().unwrap().len();
+    assert!((1..3).contains(&done), "killed after {done} epochs");
+    assert!(!killed.join("model.safetensors").exists());
+    assert!(
+        killed.join(".catdog.lock").exists(),
+        "SIGKILL leaves its lock behind"
+    );
+
+    // A plain `train` must not throw the unfinished run away; it takes over the dead run's
+    // lock, then refuses.
+    let output = catdog().args(train_args(&killed)).output().unwrap();
+    assert_error(&output, "--resume");
+    assert!(text(&output.stderr).contains("stale lock"));
+
+    let output = resume_to_the_end(&killed);
+    let err = text(&output.stderr);
+    assert!(
+        err.contains(&format!("resuming the run in {}", killed.display())),
+        "{err}"
+    );
+    assert!(!killed.join(".catdog.lock").exists());
+    assert!(
+        weights(&killed) == weights(&whole),
+        "the resumed run took other steps"
+    );
+}
+
+#[test]
+fn ctrl_c_saves_a_checkpoint_and_exits_130() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("model");
+    let mut child = start_training(&out);
+    wait_for_first_checkpoint(&out, &mut child);
+    signal(&child, Signal::SIGINT);
+    let output = child.wait_with_output().unwrap();
+    let err = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(130), "{err}");
+    assert!(err.contains("catdog train --resume --out"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(!out.join(".catdog.lock").exists(), "the lock is released");
+    assert!(checkpoint_state(&out)["history"].as_array().unwrap().len() < 3);
+    resume_to_the_end(&out);
+}
+
+#[test]
+fn sigterm_saves_a_checkpoint_and_exits_143() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("model");
+    let mut child = start_training(&out);
+    wait_for_first_checkpoint(&out, &mut child);
+    signal(&child, Signal::SIGTERM);
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(143), "{}", text(&output.stderr));
+    resume_to_the_end(&out);
+}
+
+/// A small trained model folder, and a photo to predict.
+fn trained_model(dir: &Path) -> (PathBuf, PathBuf) {
+    let model = dir.join("model");
+    let photos = dir.join("photos");
+    let (model_arg, photos_arg) = (model.display().to_string(), photos.display().to_string());
+    assert_success(&run(&[
+        "synth",
+        "--out",
+        &photos_arg,
+        "--count",
+        "4",
+        "--size",
+        "16",
+    ]));
+    assert_success(&run(&[
+        "train",
+        "--backend",
+        "flex",
+        "--generated",
+        "40",
+        "--image-size",
+        "16",
+        "--epochs",
+        "1",
+        "--out",
+        &model_arg,
+    ]));
+    (model, photos.join("cat/00000.png"))
+}
+
+fn predict(model: &Path, photo: &Path) -> Output {
+    run(&[
+        "predict",
+        "--backend",
+        "flex",
+        "--model",
+        &model.display().to_string(),
+        &photo.display().to_string(),
+    ])
+}
+
+#[test]
+fn damaged_model_folders_are_refused_with_the_file_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let (model, photo) = trained_model(dir.path());
+    assert_success(&predict(&model, &photo));
+    let weights_path = model.join("model.safetensors");
+    let info_path = model.join("catdog.json");
+    let good_weights = fs::read(&weights_path).unwrap();
+    let good_info = fs::read_to_string(&info_path).unwrap();
+    let weights_name = weights_path.display().to_string();
+    let info_name = info_path.display().to_string();
+
+    // Truncated, as by an interrupted copy.
+    fs::write(&weights_path, &good_weights[..good_weights.len() / 2]).unwrap();
+    assert_error(&predict(&model, &photo), &weights_name);
+    // Same size, damaged bytes in the middle.
+    let mut flipped = good_weights.clone();
+    let middle = flipped.len() / 2;
+    flipped[middle] ^= 0xff;
+    fs::write(&weights_path, &flipped).unwrap();
+    assert_error(&predict(&model, &photo), "damaged");
+    // Missing.
+    fs::remove_file(&weights_path).unwrap();
+    assert_error(&predict(&model, &photo), &weights_name);
+    fs::write(&weights_path, &good_weights).unwrap();
+    assert_success(&predict(&model, &photo));
+
+    let info: Value = serde_json::from_str(&good_info).unwrap();
+    let write_info = |edit: &dyn Fn(&mut Value)| {
+        let mut edited = info.clone();
+        edit(&mut edited);
+        fs::write(&info_path, edited.to_string()).unwrap();
+    };
+    write_info(&|i| i["format_version"] = 99.into());
+    assert_error(
+        &predict(&model, &photo),
+        &format!("{info_name} has format version 99"),
+    );
+    write_info(&|i| i["classes"] = serde_json::json!(["cat", "dog", "fox"]));
+    assert_error(&predict(&model, &photo), "does not fit");
+    write_info(&|i| i["image_size"] = 4.into());
+    assert_error(&predict(&model, &photo), &info_name);
+    write_info(&|i| i["architecture"] = "resnet".into());
+    assert_error(&predict(&model, &photo), "resnet");
+    fs::write(&info_path, "{ not json").unwrap();
+    assert_error(&predict(&model, &photo), &info_name);
+    fs::remove_file(&info_path).unwrap();
+    assert_error(&predict(&model, &photo), &info_name);
+}
+
+#[test]
+fn resume_refuses_other_settings_and_damaged_checkpoints() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("model");
+    let out_arg = out.display().to_string();
+    assert_error(
+        &run(&["train", "--resume", "--out", &out_arg]),
+        "no checkpoint to resume",
+    );
+
+    let mut child = start_training(&out);
+    wait_for_first_checkpoint(&out, &mut child);
+    signal(&child, Signal::SIGKILL);
+    child.wait().unwrap();
+
+    assert_error(
+        &run(&[
+            "train",
+            "--resume",
+            "--backend",
+            "flex",
+            "--image-size",
+            "64",
+            "--out",
+            &out_arg,
+        ]),
+        "--image-size 64 (the run uses 32)",
+    );
+    assert_error(
+        &run(&[
+            "train",
+            "--resume",
+            "--backend",
+            "flex",
+            "--data",
+            "elsewhere",
+            "--out",
+            &out_arg,
+        ]),
+        "--data elsewhere",
+    );
+
+    let state_path = out.join("checkpoint/state.json");
+    let state = checkpoint_state(&out);
+    let model_file = out
+        .join("checkpoint")
+        .join(state["model_file"].as_str().unwrap());
+    let good = fs::read(&model_file).unwrap();
+    let mut damaged = good.clone();
+    let last = damaged.len() - 1;
+    damaged[last] ^= 0xff;
+    fs::write(&model_file, &damaged).unwrap();
+    assert_error(
+        &run(&["train", "--resume", "--backend", "flex", "--out", &out_arg]),
+        &format!("{} is damaged", model_file.display()),
+    );
+    fs::write(&model_file, &good).unwrap();
+
+    let mut other = state.clone();
+    other["format_version"] = 7.into();
+    fs::write(&state_path, other.to_string()).unwrap();
+    assert_error(
+        &run(&["train", "--resume", "--backend", "flex", "--out", &out_arg]),
+        "checkpoint format 7",
+    );
+    fs::write(&state_path, state.to_string()).unwrap();
+    resume_to_the_end(&out);
+}
+
+#[test]
+fn an_unusable_out_folder_or_a_held_lock_fails_fast() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("a-file");
+    fs::write(&file, "").unwrap();
+    let train = |out: &Path| {
+        run(&[
+            "train",
+            "--backend",
+            "flex",
+            "--generated",
+            "40",
+            "--image-size",
+            "16",
+            "--epochs",
+            "1",
+            "--out",
+            &out.display().to_string(),
+        ])
+    };
+    assert_error(&train(&file), "is a file, not a folder");
+    assert_error(
+        &train(&file.join("model")),
+        "cannot create the model folder",
+    );
+
+    // A lock held by a live process (this test).
+    let locked = dir.path().join("locked");
+    fs::create_dir(&locked).unwrap();
+    fs::write(
+        locked.join(".catdog.lock"),
+        format!("{}\n", std::process::id()),
+    )
+    .unwrap();
+    assert_error(
+        &train(&locked),
+        &format!(
+            "in use by another catdog train (pid {})",
+            std::process::id()
+        ),
+    );
+    assert!(!locked.join("catdog.json").exists());
+}
+
+#[test]
+fn a_diverging_loss_stops_training_and_keeps_the_last_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("model");
+    let output = run(&[
+        "train",
+        "--backend",
+        "flex",
+        "--generated",
+        "100",
+        "--image-size",
+        "16",
+        "--epochs",
+        "2",
+        "--lr",
+        "1e30",
+        "--out",
+        &out.display().to_string(),
+    ]);
+    assert_error(&output, "try a lower --lr");
+    assert!(
+        !out.join("model.safetensors").exists(),
+        "no model from a diverged run"
+    );
+}

@@ -1,0 +1,172 @@
+//! Training and saved models, through the library, on every backend.
+
+mod common;
+
+use catdog::backend::{BackendKind, cpu_backend};
+use catdog::batch::Normalization;
+use catdog::dataset::stratified_split;
+use catdog::images::ImageSet;
+use catdog::predict::{Predictor, class_probabilities};
+use catdog::saved_model::{self, ModelInfo};
+use catdog::synth;
+use catdog::train::{EpochStats, FitSettings, fit};
+
+/// Generated pictures split 90/10.
+fn generated(count: usize, size: u32, seed: u64) -> (ImageSet, ImageSet) {
+    let all = synth::generate(count, size, seed);
+    let (train, val) = stratified_split(all.labels(), 0.1, seed);
+    (all.select(&train), all.select(&val))
+}
+
+fn assert_loss_falls(epochs: &[EpochStats]) {
+    let (first, last) = (epochs[0].train_loss, epochs[epochs.len() - 1].train_loss);
+    assert!(
+        last < first * 0.9,
+        "training loss went from {first:.4} to {last:.4}"
+    );
+}
+
+#[test]
+fn flex_learns_the_generated_pictures() {
+    let (train, val) = generated(4000, 32, 1);
+    let settings = FitSettings {
+        epochs: 4,
+        learning_rate: 3e-3,
+        seed: 1,
+        ..FitSettings::default()
+    };
+    let backend = cpu_backend(BackendKind::Flex);
+    let (_, epochs) = fit(
+        &train,
+        &val,
+        2,
+        &settings,
+        &Normalization::default(),
+        &backend.device,
+        &mut (),
+    )
+    .unwrap();
+    let accuracy = epochs.last().unwrap().val_accuracy.unwrap();
+    assert!(
+        accuracy >= 0.95,
+        "validation accuracy {accuracy:.3} after {epochs:#?}"
+    );
+}
+
+/// A few steps on a few pictures: ndarray trains this network ~25× slower than flex.
+#[test]
+fn ndarray_training_lowers_the_loss() {
+    let (train, _) = generated(40, 32, 2);
+    let settings = FitSettings {
+        epochs: 4,
+        batch_size: 16,
+        learning_rate: 3e-3,
+        seed: 2,
+        ..FitSettings::default()
+    };
+    let backend = cpu_backend(BackendKind::Ndarray);
+    let (_, epochs) = fit(
+        &train,
+        &ImageSet::new(32),
+        2,
+        &settings,
+        &Normalization::default(),
+        &backend.device,
+        &mut (),
+    )
+    .unwrap();
+    assert_loss_falls(&epochs);
+}
+
+#[test]
+fn wgpu_training_lowers_the_loss() {
+    let Some(backend) = common::wgpu_or_skip("wgpu_training_lowers_the_loss") else {
+        return;
+    };
+    let (train, _) = generated(40, 16, 3);
+    let settings = FitSettings {
+        epochs: 4,
+        batch_size: 16,
+        learning_rate: 3e-3,
+        seed: 3,
+        ..FitSettings::default()
+    };
+    let (_, epochs) = fit(
+        &train,
+        &ImageSet::new(16),
+        2,
+        &settings,
+        &Normalization::default(),
+        &backend.device,
+        &mut (),
+    )
+    .unwrap();
+    assert_loss_falls(&epochs);
+}
+
+/// A model trained on flex, saved, then loaded on flex, ndarray and wgpu, gives the
+/// probabilities the trained model gave.
+#[test]
+fn a_saved_model_predicts_the_same_on_every_backend() {
+    let size = 32;
+    let (train, val) = generated(64, size, 4);
+    let flex = cpu_backend(BackendKind::Flex);
+    let settings = FitSettings {
+        epochs: 1,
+        batch_size: 16,
+        seed: 4,
+        ..FitSettings::default()
+    };
+    let normalization = Normalization::default();
+    let (model, _) = fit(
+        &train,
+        &val,
+        2,
+        &settings,
+        &normalization,
+        &flex.device,
+        &mut (),
+    )
+    .unwrap();
+    let images: Vec<&[u8]> = (0..val.len()).map(|i| val.image(i)).collect();
+    let expected = class_probabilities(&model, &images, size, &normalization, &flex.device);
+
+    let dir = tempfile::tempdir().unwrap();
+    let info = ModelInfo {
+        format_version: saved_model::FORMAT_VERSION,
+        catdog_version: "test".into(),
+        architecture: catdog::model::ARCHITECTURE.into(),
+        architecture_version: catdog::model::ARCHITECTURE_VERSION,
+        classes: vec!["cat".into(), "dog".into()],
+        image_size: size,
+        normalization,
+        epochs: 1,
+        val_accuracy: None,
+        backend: BackendKind::Flex,
+        device: flex.device_name.clone(),
+        train_images_per_sec: 1.0,
+        weights_bytes: 0,
+        weights_crc32: 0,
+    };
+    saved_model::save(dir.path(), &model, &info).unwrap();
+
+    let mut backends = vec![flex, cpu_backend(BackendKind::Ndarray)];
+    backends.extend(common::wgpu_or_skip(
+        "a_saved_model_predicts_the_same_on_every_backend (wgpu part)",
+    ));
+    for backend in backends {
+        let predictor = Predictor::load(dir.path(), &backend).unwrap();
+        assert_eq!(predictor.info().classes, info.classes);
+        let got = predictor.probabilities(&images);
+        assert_eq!(got.len(), expected.len());
+        for (row, (g, e)) in got.iter().zip(&expected).enumerate() {
+            for (gv, ev) in g.iter().zip(e) {
+                assert!(
+                    (gv - ev).abs() <= 1e-4,
+                    "{}: image {row}: loaded model gives {g:?}, trained model gave {e:?}",
+                    backend.kind
+                );
+            }
+        }
+    }
+}
