@@ -201,7 +201,7 @@ pub fn run(cli: Cli) -> ExitCode {
     match result {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("error: {err:#}");
+            eprintln!("error: {}", format!("{err:#}").trim_end());
             ExitCode::FAILURE
         }
     }
@@ -362,7 +362,7 @@ fn run_predict(args: PredictArgs) -> Result<ExitCode> {
             Ok(prediction) => println!("{}", report::prediction_line(&prediction, width)),
             Err(err) => {
                 failures += 1;
-                eprintln!("error: {err:#}");
+                eprintln!("error: {}", format!("{err:#}").trim_end());
             }
         }
     }

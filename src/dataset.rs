@@ -4,7 +4,7 @@
 //! and Kaggle's flat layout (`DIR/cat.123.jpg`), where the class is the name's part before
 //! the first dot.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::fs;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::{Path, PathBuf};
@@ -189,22 +189,38 @@ pub fn count_labels(labels: &[usize], classes: usize) -> Vec<usize> {
     counts
 }
 
-/// The photos in `dir`, sorted by path; with `recursive`, in its sub-folders too.
+/// The photos in `dir`, sorted by path; with `recursive`, in its sub-folders too (each
+/// folder once, however symbolic links loop back).
 pub fn photos_in(dir: &Path, recursive: bool) -> Result<Vec<PathBuf>> {
     let mut photos = Vec::new();
+    collect_photos(dir, recursive, &mut HashSet::new(), &mut photos)?;
+    Ok(photos)
+}
+
+fn collect_photos(
+    dir: &Path,
+    recursive: bool,
+    visited: &mut HashSet<PathBuf>,
+    photos: &mut Vec<PathBuf>,
+) -> Result<()> {
+    if let Ok(real) = fs::canonicalize(dir)
+        && !visited.insert(real)
+    {
+        return Ok(());
+    }
     for entry in read_dir_sorted(dir)? {
         if is_hidden(&entry) {
             continue;
         }
         if entry.is_dir() {
             if recursive {
-                photos.extend(photos_in(&entry, true)?);
+                collect_photos(&entry, true, visited, photos)?;
             }
         } else if is_photo(&entry) {
             photos.push(entry);
         }
     }
-    Ok(photos)
+    Ok(())
 }
 
 fn read_dir_sorted(dir: &Path) -> Result<Vec<PathBuf>> {

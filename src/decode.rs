@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use image::imageops::FilterType;
 use image::{DynamicImage, ImageDecoder, ImageReader, Limits};
 use rayon::prelude::*;
@@ -33,9 +33,13 @@ pub struct Decoded {
 /// Decodes `path` (any supported format, whatever its extension says), turns it upright as
 /// its EXIF orientation asks, and squashes it to `size × size` RGB pixels.
 pub fn decode_photo(path: &Path, size: u32) -> Result<Vec<u8>> {
-    let photo =
-        decode_upright(path).with_context(|| format!("cannot decode {}", path.display()))?;
-    Ok(resize_rgb(&photo, size))
+    // A decoder bug on a malformed file must cost that file, not the run.
+    std::panic::catch_unwind(|| {
+        let photo =
+            decode_upright(path).with_context(|| format!("cannot decode {}", path.display()))?;
+        Ok(resize_rgb(&photo, size))
+    })
+    .unwrap_or_else(|_| bail!("the decoder failed on {}", path.display()))
 }
 
 fn decode_upright(path: &Path) -> Result<DynamicImage> {

@@ -1,5 +1,7 @@
 //! What the commands print: sentences for people, JSON for programs.
 
+use std::path::Path;
+
 use serde_json::{Value, json};
 
 use crate::backend::{BackendKind, Plan};
@@ -57,15 +59,20 @@ pub fn train_json(report: &TrainReport) -> Value {
         "val_accuracy": last.val_accuracy,
         "val_loss": last.val_loss,
         "train_loss": last.train_loss,
-        "model": report.model_dir,
+        "model": lossy(&report.model_dir),
         "data": report.data,
         "classes": report.classes,
         "train_images": report.train_images,
         "val_images": report.val_images,
-        "skipped": report.skipped.iter().map(|s| json!({"path": s.path, "reason": s.reason})).collect::<Vec<_>>(),
+        "skipped": report.skipped.iter().map(|s| json!({"path": lossy(&s.path), "reason": s.reason})).collect::<Vec<_>>(),
         "decode_images_per_sec": report.decode_images_per_sec,
         "per_epoch": report.epochs,
     })
+}
+
+/// A path as JSON text: file names that are not UTF-8 get U+FFFD where a byte is invalid.
+fn lossy(path: &Path) -> String {
+    path.to_string_lossy().into_owned()
 }
 
 /// `photo.jpg  dog  0.93`, the path padded to `path_width`.
@@ -86,7 +93,7 @@ pub fn prediction_json(prediction: &Prediction) -> Value {
         .map(|(class, p)| (class.clone(), json!(p)))
         .collect();
     json!({
-        "path": prediction.path,
+        "path": lossy(&prediction.path),
         "label": prediction.label,
         "probability": prediction.probability,
         "probabilities": probabilities,
