@@ -220,6 +220,20 @@ fn ctrl_c_saves_a_checkpoint_and_exits_130() {
 }
 
 #[test]
+fn a_second_ctrl_c_exits_at_once_without_breaking_the_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("model");
+    let mut child = start_training(&out);
+    wait_for_first_checkpoint(&out, &mut child);
+    signal(&child, Signal::SIGINT);
+    signal(&child, Signal::SIGINT);
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(130), "{}", text(&output.stderr));
+    // Whatever the first Ctrl-C had begun to write, the checkpoint on disk is whole.
+    resume_to_the_end(&out);
+}
+
+#[test]
 fn sigterm_saves_a_checkpoint_and_exits_143() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("model");
