@@ -98,7 +98,15 @@ pub fn plan(choice: BackendChoice) -> Result<Plan> {
     let named = |kind: BackendKind, adapter: Option<&'static GpuAdapter>| Plan {
         kind,
         adapter,
-        reason: format!("Asked for {kind}."),
+        reason: match adapter {
+            Some(adapter) if !adapter.kind.is_hardware() => format!(
+                "Asked for {kind}. {} is a software rasterizer: it computes on the CPU, far \
+                 slower than --backend cpu, and its first steps tune kernels for many minutes \
+                 (once; the results are cached).",
+                adapter.name
+            ),
+            _ => format!("Asked for {kind}."),
+        },
     };
     Ok(match choice {
         BackendChoice::Auto => match hardware::hardware_gpu() {

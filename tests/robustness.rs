@@ -406,6 +406,51 @@ fn resume_refuses_other_settings_and_damaged_checkpoints() {
 }
 
 #[test]
+fn resume_refuses_a_photo_folder_that_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let photos = dir.path().join("photos");
+    let photos_arg = photos.display().to_string();
+    let out = dir.path().join("model");
+    let out_arg = out.display().to_string();
+    assert_success(&run(&[
+        "synth",
+        "--out",
+        &photos_arg,
+        "--count",
+        "600",
+        "--size",
+        "32",
+    ]));
+    let mut child = catdog()
+        .args([
+            "train",
+            "--backend",
+            "flex",
+            "--data",
+            &photos_arg,
+            "--image-size",
+            "32",
+            "--epochs",
+            EPOCHS,
+            "--out",
+            &out_arg,
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_first_checkpoint(&out, &mut child);
+    signal(&child, Signal::SIGKILL);
+    child.wait().unwrap();
+
+    fs::copy(photos.join("cat/00000.png"), photos.join("cat/new.png")).unwrap();
+    let resume = || run(&["train", "--resume", "--backend", "flex", "--out", &out_arg]);
+    assert_error(&resume(), "the photos are not the same now");
+    fs::remove_file(photos.join("cat/new.png")).unwrap();
+    assert_success(&resume());
+}
+
+#[test]
 fn an_unusable_out_folder_or_a_held_lock_fails_fast() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("a-file");
