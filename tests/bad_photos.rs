@@ -1,13 +1,15 @@
 //! A real folder of photos holds broken and odd files. Odd but valid photos are read right;
 //! each broken one is skipped with a warning naming it; training goes on; nothing panics.
 
+mod common;
+
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use catdog::decode::decode_photo;
+use common::{catdog, text};
 use image::{ImageFormat, Rgb, RgbImage, Rgba, RgbaImage};
 use serde_json::Value;
 
@@ -15,17 +17,6 @@ fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures")
         .join(name)
-}
-
-fn catdog(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_catdog"))
-        .args(args)
-        .output()
-        .expect("the catdog binary runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
 }
 
 const RED: [u8; 3] = [220, 20, 20];

@@ -2,17 +2,11 @@
 
 mod common;
 
+use common::catdog;
+
 use std::fs;
-use std::process::{Command, Output};
 
 use serde_json::Value;
-
-fn catdog(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_catdog"))
-        .args(args)
-        .output()
-        .expect("the catdog binary runs")
-}
 
 fn succeed(args: &[&str]) -> String {
     let output = catdog(args);

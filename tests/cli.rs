@@ -2,25 +2,20 @@
 
 mod common;
 
+use common::{catdog, text};
+
 use std::fs;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
-fn catdog(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_catdog"))
-        .args(args)
-        .output()
-        .expect("the catdog binary runs")
-}
-
 fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
+    text(&output.stdout)
 }
 
 fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
+    text(&output.stderr)
 }
 
 fn assert_success(output: &Output) {

@@ -4,6 +4,7 @@
 #![allow(dead_code)] // each test binary uses its own part of this module
 
 use std::path::PathBuf;
+use std::process::{Command, Output};
 
 use catdog::backend::{self, Backend, BackendChoice};
 
@@ -50,4 +51,17 @@ pub fn real_photos_or_skip(test: &str) -> Option<PathBuf> {
         dir.display()
     );
     None
+}
+
+/// Runs the `catdog` binary with `args` and waits for it.
+pub fn catdog(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_catdog"))
+        .args(args)
+        .output()
+        .expect("the catdog binary runs")
+}
+
+/// A child's stdout or stderr, as text.
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
 }
