@@ -3,7 +3,8 @@
 //!
 //! The modules follow the photos' way:
 //! [`dataset`] finds them on disk → [`decode`] turns them into resized pixels
-//! ([`images`]) → [`batch`] into tensors → [`model`] is the network → [`train`] the training
+//! ([`images`]) → [`batch`] into tensors → [`model`] is the network (with its
+//! [`batch_norm`]) → [`train`] the training
 //! loop, which saves a [`checkpoint`] after every epoch and stops cleanly on Ctrl-C
 //! ([`interrupt`]) → [`saved_model`] the model folder, claimed by [`out_folder`] →
 //! [`predict`] prediction.
@@ -13,6 +14,7 @@
 
 pub mod backend;
 pub mod batch;
+pub mod batch_norm;
 pub mod bench;
 pub mod chart;
 pub mod checkpoint;
