@@ -1,4 +1,8 @@
-//! Pixels to tensors: batches of normalised `[batch, 3, size, size]` images and their labels.
+//! Pixels to tensors: batches of normalised `[batch, 3, size, size]` images and their labels,
+//! and the helper thread that prepares the next batch while the device trains on this one.
+
+use std::sync::mpsc::{Receiver, sync_channel};
+use std::thread::Scope;
 
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use rand::SeedableRng;
@@ -6,7 +10,12 @@ use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use serde::{Deserialize, Serialize};
 
+use crate::augment::{augment, batch_rng};
 use crate::images::ImageSet;
+
+/// Batches prepared ahead of the one training: enough to hide a slow batch, and the only
+/// batches held in memory besides the one in use.
+const PREFETCH_BATCHES: usize = 2;
 
 /// Per-channel mean and standard deviation that pixels (scaled to 0..1) are normalised with.
 /// Saved with the model, so prediction prepares photos exactly as training did.
@@ -51,19 +60,82 @@ impl Normalization {
     }
 }
 
-/// The images at `indices` as a tensor on `device`, with their labels.
-pub fn batch(
-    set: &ImageSet,
-    indices: &[usize],
-    normalization: &Normalization,
-    device: &Device,
-) -> (Tensor<4>, Tensor<1, Int>) {
-    let images = normalization.to_chw(indices.iter().map(|&i| set.image(i)), set.size());
-    let labels: Vec<i64> = indices.iter().map(|&i| set.labels()[i] as i64).collect();
-    (
-        Tensor::from_data(images, device),
-        Tensor::from_data(TensorData::new(labels, [indices.len()]), device),
-    )
+/// One batch on the host, ready to move to a device.
+pub struct HostBatch {
+    pub images: TensorData,
+    pub labels: Vec<i64>,
+}
+
+impl HostBatch {
+    /// The images at `indices` of `set`, augmented with `augmentation`'s draws when given.
+    pub fn new(
+        set: &ImageSet,
+        indices: &[usize],
+        normalization: &Normalization,
+        augmentation: Option<&mut StdRng>,
+    ) -> HostBatch {
+        let images = match augmentation {
+            None => normalization.to_chw(indices.iter().map(|&i| set.image(i)), set.size()),
+            Some(rng) => {
+                let mut augmented = vec![0u8; indices.len() * set.image_bytes()];
+                for (&i, out) in indices.iter().zip(augmented.chunks_mut(set.image_bytes())) {
+                    augment(set.image(i), set.size(), rng, out);
+                }
+                normalization.to_chw(augmented.chunks(set.image_bytes()), set.size())
+            }
+        };
+        HostBatch {
+            images,
+            labels: indices.iter().map(|&i| set.labels()[i] as i64).collect(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.labels.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.labels.is_empty()
+    }
+
+    /// The images and labels as tensors on `device`.
+    pub fn to_device(self, device: &Device) -> (Tensor<4>, Tensor<1, Int>) {
+        let count = self.labels.len();
+        (
+            Tensor::from_data(self.images, device),
+            Tensor::from_data(TensorData::new(self.labels, [count]), device),
+        )
+    }
+}
+
+/// Augmentation draws for one epoch of a run: the run's seed and the epoch.
+#[derive(Clone, Copy, Debug)]
+pub struct AugmentEpoch {
+    pub seed: u64,
+    pub epoch: usize,
+}
+
+/// `batches[first..]` of `set`, prepared in order on a thread of `scope` while the caller
+/// trains; at most [`PREFETCH_BATCHES`] wait ready. Dropping the receiver stops the thread.
+pub fn prefetch<'scope>(
+    scope: &'scope Scope<'scope, '_>,
+    set: &'scope ImageSet,
+    batches: &'scope [Vec<usize>],
+    first: usize,
+    normalization: &'scope Normalization,
+    augmentation: Option<AugmentEpoch>,
+) -> Receiver<HostBatch> {
+    let (ready, receiver) = sync_channel(PREFETCH_BATCHES);
+    scope.spawn(move || {
+        for (number, indices) in batches.iter().enumerate().skip(first) {
+            let mut rng = augmentation.map(|a| batch_rng(a.seed, a.epoch, number));
+            let batch = HostBatch::new(set, indices, normalization, rng.as_mut());
+            if ready.send(batch).is_err() {
+                return; // the training loop stopped early
+            }
+        }
+    });
+    receiver
 }
 
 /// Batches of indices over `0..len`: shuffled by `seed` when given, in order otherwise.
@@ -98,6 +170,28 @@ mod tests {
         assert!((values[0] - expect(255, 0)).abs() < 1e-6); // red of pixel 0
         assert!((values[4 + 1] - expect(255, 1)).abs() < 1e-6); // green of pixel 1
         assert!((values[8 + 2] - expect(153, 2)).abs() < 1e-6); // blue of pixel 2
+    }
+
+    #[test]
+    fn prefetched_batches_arrive_in_order_and_match_batches_made_directly() {
+        let set = crate::synth::generate(20, 16, 3);
+        let batches = batch_indices(set.len(), 6, Some(1));
+        let norm = Normalization::default();
+        let augmentation = Some(AugmentEpoch { seed: 5, epoch: 2 });
+        let received: Vec<HostBatch> = std::thread::scope(|scope| {
+            prefetch(scope, &set, &batches, 1, &norm, augmentation)
+                .into_iter()
+                .collect()
+        });
+        assert_eq!(received.len(), batches.len() - 1, "starts at batch 1");
+        for (number, batch) in received.iter().enumerate().map(|(i, b)| (i + 1, b)) {
+            let mut rng = batch_rng(5, 2, number);
+            let direct = HostBatch::new(&set, &batches[number], &norm, Some(&mut rng));
+            assert_eq!(batch.labels, direct.labels);
+            assert_eq!(batch.images, direct.images);
+            let plain = HostBatch::new(&set, &batches[number], &norm, None);
+            assert_ne!(batch.images, plain.images, "augmented");
+        }
     }
 
     #[test]

@@ -10,17 +10,19 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use burn::module::Module;
 use rayon::prelude::*;
 use serde::Serialize;
 
+use crate::augment::batch_rng;
 use crate::backend::{Backend, BackendKind};
-use crate::batch::Normalization;
+use crate::batch::{AugmentEpoch, HostBatch, Normalization, batch_indices, prefetch};
 use crate::dataset::{Dataset, Sample};
 use crate::decode::decode_photo;
 use crate::hardware::{self, CpuInfo, GpuAdapter};
 use crate::images::ImageSet;
+use crate::pixel_cache;
 use crate::synth;
 use crate::train::Trainer;
 
@@ -97,9 +99,13 @@ pub struct BackendRun {
     pub infer_images_per_sec: f64,
     pub train: Measurement,
     pub infer: Measurement,
-    /// Decode + resize photos per second, with `--data`.
+    /// Decode + resize photos per second from the photo files, with `--data`.
     pub decode: Option<Measurement>,
-    /// Training photos per second with each batch decoded from disk first, with `--data`.
+    /// Photos per second made into augmented training batches from the pixel cache (one
+    /// thread, no decoding), with `--data`.
+    pub cached_batches: Option<Measurement>,
+    /// Training photos per second as `catdog train` runs it, with `--data`: augmented batches
+    /// from the pixel cache, prepared on a helper thread while the device trains.
     pub end_to_end_train: Option<Measurement>,
     /// Seconds the warm-up took (wgpu compiles and tunes its kernels then).
     pub warmup_seconds: f64,
@@ -141,7 +147,20 @@ pub fn run(
     // Eight batches of pictures, cycled through: the same data for every backend.
     let pictures = synth::generate(settings.batch_size * 8, settings.image_size, 7);
     let photos = match &settings.data {
-        Some(dir) => Some(Dataset::scan(dir)?.samples),
+        Some(dir) => {
+            let data = Dataset::scan(dir)?;
+            let cached = pixel_cache::load_or_decode(
+                dir,
+                &data.samples,
+                &data.fingerprint(),
+                settings.image_size,
+                &|| {},
+            )?;
+            if cached.images.is_empty() {
+                bail!("none of the photos in {} could be decoded", dir.display());
+            }
+            Some((data.samples, cached.images))
+        }
         None => None,
     };
     let mut runs = Vec::new();
@@ -149,7 +168,7 @@ pub fn run(
         runs.push(bench_backend(
             backend,
             &pictures,
-            photos.as_deref(),
+            photos.as_ref(),
             settings,
             progress,
         )?);
@@ -169,7 +188,7 @@ pub fn run(
 fn bench_backend(
     backend: &Backend,
     pictures: &ImageSet,
-    photos: Option<&[Sample]>,
+    photos: Option<&(Vec<Sample>, ImageSet)>,
     settings: &BenchSettings,
     progress: &mut dyn BenchProgress,
 ) -> Result<BackendRun> {
@@ -184,12 +203,13 @@ fn bench_backend(
     progress.started(backend, "warming up");
     let started = Instant::now();
     for step in 0..settings.warmup_steps {
-        trainer.step(
+        let batch = HostBatch::new(
             pictures,
             &batches[step % batches.len()],
             &normalization,
-            LEARNING_RATE,
+            None,
         );
+        trainer.step(batch, LEARNING_RATE);
     }
     let warmup_seconds = started.elapsed().as_secs_f64();
 
@@ -197,9 +217,15 @@ fn bench_backend(
     let mut step = 0;
     let train = measure(settings, || {
         step += 1;
-        let indices = &batches[step % batches.len()];
-        trainer.step(pictures, indices, &normalization, LEARNING_RATE);
-        Ok(indices.len())
+        let batch = HostBatch::new(
+            pictures,
+            &batches[step % batches.len()],
+            &normalization,
+            None,
+        );
+        let photos = batch.len();
+        trainer.step(batch, LEARNING_RATE);
+        Ok(photos)
     })?;
 
     progress.started(backend, "inference");
@@ -219,28 +245,50 @@ fn bench_backend(
         Ok(indices.len())
     })?;
 
-    let (decode, end_to_end_train) = match photos {
-        Some(photos) => {
+    let (decode, cached_batches, end_to_end_train) = match photos {
+        Some((samples, cached)) => {
             progress.started(backend, "decoding photos");
             let mut next = 0;
-            let mut next_batch = |count: usize| {
-                let batch: Vec<&Sample> = (0..count)
-                    .map(|i| &photos[(next + i) % photos.len()])
+            let decode = measure(settings, || {
+                let batch: Vec<&Sample> = (0..settings.batch_size * 4)
+                    .map(|i| &samples[(next + i) % samples.len()])
                     .collect();
-                next += count;
+                next += batch.len();
                 decode_batch(&batch, settings.image_size)
-            };
-            let decode = measure(settings, || Ok(next_batch(settings.batch_size * 4)?.len()))?;
-            progress.started(backend, "training from photos");
-            let end_to_end = measure(settings, || {
-                let set = next_batch(settings.batch_size)?;
-                let indices: Vec<usize> = (0..set.len()).collect();
-                trainer.step(&set, &indices, &normalization, LEARNING_RATE);
-                Ok(indices.len())
             })?;
-            (Some(decode), Some(end_to_end))
+
+            progress.started(backend, "batches from the pixel cache");
+            let order = batch_indices(cached.len(), settings.batch_size, Some(7));
+            let mut number = 0;
+            let cached_batches = measure(settings, || {
+                number += 1;
+                let mut rng = batch_rng(7, 1, number);
+                let indices = &order[number % order.len()];
+                Ok(HostBatch::new(cached, indices, &normalization, Some(&mut rng)).len())
+            })?;
+
+            progress.started(backend, "training from the pixel cache");
+            // Enough batches for every window even at three times the pure training speed.
+            let needed = (train.median * settings.seconds * (settings.repeats + 1) as f64 * 3.0
+                / settings.batch_size as f64) as usize
+                + 8;
+            let cycled: Vec<Vec<usize>> = order.iter().cycle().take(needed).cloned().collect();
+            let augmentation = Some(AugmentEpoch { seed: 7, epoch: 1 });
+            let end_to_end = std::thread::scope(|scope| {
+                let mut ready =
+                    prefetch(scope, cached, &cycled, 0, &normalization, augmentation).into_iter();
+                measure(settings, || {
+                    let batch = ready
+                        .next()
+                        .context("the bench ran out of prepared batches")?;
+                    let photos = batch.len();
+                    trainer.step(batch, LEARNING_RATE);
+                    Ok(photos)
+                })
+            })?;
+            (Some(decode), Some(cached_batches), Some(end_to_end))
         }
-        None => (None, None),
+        None => (None, None, None),
     };
 
     Ok(BackendRun {
@@ -252,6 +300,7 @@ fn bench_backend(
         train,
         infer,
         decode,
+        cached_batches,
         end_to_end_train,
         warmup_seconds,
     })
@@ -275,15 +324,12 @@ fn measure(
     Ok(Measurement::from_windows(windows))
 }
 
-/// Decodes a batch of photos on every core, as training from a folder does.
-fn decode_batch(samples: &[&Sample], size: u32) -> Result<ImageSet> {
+/// Decodes a batch of photos on every core, as the first run over a folder does; returns
+/// how many decoded.
+fn decode_batch(samples: &[&Sample], size: u32) -> Result<usize> {
     let decoded: Vec<Vec<u8>> = samples
         .par_iter()
         .map(|sample| decode_photo(&sample.path, size))
         .collect::<Result<_>>()?;
-    let mut set = ImageSet::new(size);
-    for (sample, pixels) in samples.iter().zip(&decoded) {
-        set.push(pixels, sample.label);
-    }
-    Ok(set)
+    Ok(decoded.len())
 }

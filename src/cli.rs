@@ -89,9 +89,12 @@ pub struct TrainArgs {
     /// Fraction of each class held back to measure accuracy [default: 0.1]
     #[arg(long, value_name = "F")]
     pub val_split: Option<f64>,
-    /// Seeds the weights, the split and the shuffling [default: 42]
+    /// Seeds the weights, the split, the shuffling and the augmentation [default: 42]
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Train on the pictures as they are: no random flip, crop or colour change
+    #[arg(long)]
+    pub no_augment: bool,
     /// Model folder to write; it also holds the run's checkpoint.
     #[arg(long, value_name = "DIR", default_value = "models/catdog")]
     pub out: PathBuf,
@@ -272,6 +275,7 @@ fn new_run_options(args: &TrainArgs) -> TrainOptions {
             learning_rate: args.lr.unwrap_or(defaults.settings.learning_rate),
             schedule: args.schedule.unwrap_or(defaults.settings.schedule),
             seed: args.seed.unwrap_or(defaults.settings.seed),
+            augment: !args.no_augment,
         },
         out: args.out.clone(),
         resume: false,
@@ -319,6 +323,8 @@ fn resume_options(args: &TrainArgs) -> Result<TrainOptions> {
         args.seed
             .filter(|&n| n != settings.seed)
             .map(|n| format!("--seed {n} (the run uses {})", settings.seed)),
+        (args.no_augment && settings.augment)
+            .then(|| "--no-augment (the run augments)".to_string()),
     ]
     .into_iter()
     .flatten()

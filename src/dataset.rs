@@ -133,18 +133,11 @@ impl Dataset {
         format!("photos-{:016x}", hasher.finish())
     }
 
-    /// Splits into (train, validation), holding back `val_fraction` of every class.
-    /// The same seed gives the same split.
-    pub fn split(&self, val_fraction: f64, seed: u64) -> (Vec<Sample>, Vec<Sample>) {
+    /// Splits the samples' indices into (train, validation), holding back `val_fraction` of
+    /// every class. The same seed gives the same split.
+    pub fn split(&self, val_fraction: f64, seed: u64) -> (Vec<usize>, Vec<usize>) {
         let labels: Vec<usize> = self.samples.iter().map(|s| s.label).collect();
-        let (train, val) = stratified_split(&labels, val_fraction, seed);
-        let pick = |indices: Vec<usize>| {
-            indices
-                .into_iter()
-                .map(|i| self.samples[i].clone())
-                .collect()
-        };
-        (pick(train), pick(val))
+        stratified_split(&labels, val_fraction, seed)
     }
 }
 
@@ -315,10 +308,15 @@ mod tests {
         }
         let data = Dataset::scan(dir.path()).unwrap();
         let (train, val) = data.split(0.1, 7);
-        let labels = |samples: &[Sample]| samples.iter().map(|s| s.label).collect::<Vec<_>>();
+        let labels = |indices: &[usize]| {
+            indices
+                .iter()
+                .map(|&i| data.samples[i].label)
+                .collect::<Vec<_>>()
+        };
         assert_eq!(count_labels(&labels(&val), 2), [4, 6]);
         assert_eq!(count_labels(&labels(&train), 2), [36, 54]);
-        let mut all: Vec<_> = train.iter().chain(&val).map(|s| s.path.clone()).collect();
+        let mut all: Vec<_> = train.iter().chain(&val).copied().collect();
         all.sort();
         all.dedup();
         assert_eq!(all.len(), 100, "train and validation must not overlap");

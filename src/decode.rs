@@ -16,10 +16,6 @@ use fast_image_resize::images::Image as ResizeImage;
 use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer};
 use image::metadata::Orientation;
 use image::{DynamicImage, ImageDecoder, ImageReader, Limits, RgbImage};
-use rayon::prelude::*;
-
-use crate::dataset::Sample;
-use crate::images::ImageSet;
 
 /// Largest width or height decoded: a bigger "photo" is more likely a decompression bomb.
 const MAX_SIDE: u32 = 16_384;
@@ -33,13 +29,6 @@ const SMALLEST_DCT_SCALE_STEP: u32 = 4;
 pub struct Skipped {
     pub path: PathBuf,
     pub reason: String,
-}
-
-/// The photos that decoded, and the ones that did not.
-#[derive(Debug)]
-pub struct Decoded {
-    pub images: ImageSet,
-    pub skipped: Vec<Skipped>,
 }
 
 /// Decodes `path` (any supported format, whatever its extension says), turns it upright as
@@ -127,31 +116,6 @@ pub fn resize_rgb(photo: RgbImage, size: u32) -> Vec<u8> {
     resized.into_vec()
 }
 
-/// Decodes `samples` on every core, keeping their order; `photo_done` is called after each.
-pub fn decode_samples(samples: &[Sample], size: u32, photo_done: &(dyn Fn() + Sync)) -> Decoded {
-    let results: Vec<Result<Vec<u8>>> = samples
-        .par_iter()
-        .map(|sample| {
-            let result = decode_photo(&sample.path, size);
-            photo_done();
-            result
-        })
-        .collect();
-
-    let mut images = ImageSet::new(size);
-    let mut skipped = Vec::new();
-    for (sample, result) in samples.iter().zip(results) {
-        match result {
-            Ok(pixels) => images.push(&pixels, sample.label),
-            Err(err) => skipped.push(Skipped {
-                path: sample.path.clone(),
-                reason: format!("{:#}", err.root_cause()),
-            }),
-        }
-    }
-    Decoded { images, skipped }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -191,36 +155,5 @@ mod tests {
             )
             .unwrap();
         assert!(decode_jpeg_scaled(&jpeg, 32).is_none(), "under 4× the size");
-    }
-
-    #[test]
-    fn decodes_any_size_to_the_training_size_and_skips_broken_files() {
-        let dir = tempfile::tempdir().unwrap();
-        let good = dir.path().join("cat.1.jpg");
-        image::RgbImage::from_pixel(90, 40, image::Rgb([200, 30, 10]))
-            .save_with_format(&good, image::ImageFormat::Jpeg)
-            .unwrap();
-        let broken = dir.path().join("dog.1.jpg");
-        std::fs::write(&broken, b"this is not a jpeg").unwrap();
-
-        let samples = [
-            Sample {
-                path: good.clone(),
-                label: 0,
-            },
-            Sample {
-                path: broken.clone(),
-                label: 1,
-            },
-        ];
-        let decoded = decode_samples(&samples, 16, &|| {});
-        assert_eq!(decoded.images.len(), 1);
-        let pixel = &decoded.images.image(0)[..3];
-        assert!(
-            pixel[0] > 180 && pixel[1] < 60 && pixel[2] < 40,
-            "{pixel:?}"
-        );
-        assert_eq!(decoded.skipped.len(), 1);
-        assert_eq!(decoded.skipped[0].path, broken);
     }
 }

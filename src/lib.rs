@@ -3,7 +3,7 @@
 //!
 //! The modules follow the photos' way:
 //! [`dataset`] finds them on disk → [`decode`] turns them into resized pixels
-//! ([`images`]) → [`batch`] into tensors → [`model`] is the network (with its
+//! ([`images`]), kept on disk by [`pixel_cache`] → [`batch`] into tensors, [`augment`]ed for training → [`model`] is the network (with its
 //! [`batch_norm`]) → [`train`] the training
 //! loop, which saves a [`checkpoint`] after every epoch and stops cleanly on Ctrl-C
 //! ([`interrupt`]) → [`saved_model`] the model folder, claimed by [`out_folder`] →
@@ -12,6 +12,7 @@
 //! built-in dataset; [`bench`] measures the backends side by side; [`progress`], [`report`] and
 //! [`chart`] talk to people; [`cli`] is the command line.
 
+pub mod augment;
 pub mod backend;
 pub mod batch;
 pub mod batch_norm;
@@ -26,6 +27,7 @@ pub mod images;
 pub mod interrupt;
 pub mod model;
 pub mod out_folder;
+pub mod pixel_cache;
 pub mod predict;
 pub mod progress;
 pub mod report;

@@ -233,12 +233,16 @@ pub fn bench_text(report: &BenchReport) -> String {
         out.push('\n');
     }
     for run in &report.runs {
-        if let (Some(decode), Some(e2e)) = (&run.decode, &run.end_to_end_train) {
+        if let (Some(decode), Some(cached), Some(e2e)) =
+            (&run.decode, &run.cached_batches, &run.end_to_end_train)
+        {
             out.push_str(&format!(
-                "{}: decode + resize {} photos/s; training from photos on disk {} photos/s \
-                 (against {} from memory)\n",
+                "{}: decode + resize {} photos/s; augmented batches from the pixel cache {} \
+                 photos/s; training as `catdog train` does (cache, prefetch, augmentation) {} \
+                 photos/s, against {} on ready batches\n",
                 run.backend,
                 with_spread(decode),
+                with_spread(cached),
                 with_spread(e2e),
                 format_number(run.train_images_per_sec)
             ));

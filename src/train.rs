@@ -16,14 +16,15 @@ use burn::tensor::{Bytes, Device};
 use serde::{Deserialize, Serialize};
 
 use crate::backend::Backend;
-use crate::batch::{Normalization, batch, batch_indices};
+use crate::batch::{AugmentEpoch, HostBatch, Normalization, batch_indices, prefetch};
 use crate::checkpoint::{self, Checkpoint, Position, RunSettings};
 use crate::dataset::{Dataset, generated_fingerprint, stratified_split};
-use crate::decode::{Skipped, decode_samples};
+use crate::decode::Skipped;
 use crate::images::ImageSet;
 use crate::interrupt::{self, Interrupt};
 use crate::model::{ARCHITECTURE, ARCHITECTURE_VERSION, SmallCnn};
 use crate::out_folder::OutFolder;
+use crate::pixel_cache::{self, Source};
 use crate::saved_model::{self, ModelInfo};
 use crate::synth;
 
@@ -80,8 +81,11 @@ pub struct FitSettings {
     /// The peak learning rate.
     pub learning_rate: f64,
     pub schedule: Schedule,
-    /// Seeds the weights' initialisation, the validation split and the shuffling.
+    /// Seeds the weights' initialisation, the validation split, the shuffling and the
+    /// augmentation.
     pub seed: u64,
+    /// Flip, crop and colour-jitter the training pictures ([`crate::augment`]).
+    pub augment: bool,
 }
 
 impl Default for FitSettings {
@@ -92,6 +96,7 @@ impl Default for FitSettings {
             learning_rate: 1e-3,
             schedule: Schedule::Cosine,
             seed: 42,
+            augment: true,
         }
     }
 }
@@ -402,29 +407,64 @@ fn prepare_data(options: &TrainOptions, progress: &mut dyn TrainProgress) -> Res
 
     let dataset = Dataset::scan(dir)?;
     let fingerprint = dataset.fingerprint();
-    let (train_samples, val_samples) = dataset.split(options.val_split, seed);
     progress.decode_started(dataset.samples.len());
     let started = Instant::now();
     let tick = || progress.photo_decoded();
-    let train = decode_samples(&train_samples, options.image_size, &tick);
-    let val = decode_samples(&val_samples, options.image_size, &tick);
-    let decode_images_per_sec = dataset.samples.len() as f64 / started.elapsed().as_secs_f64();
+    let photos = pixel_cache::load_or_decode(
+        dir,
+        &dataset.samples,
+        &fingerprint,
+        options.image_size,
+        &tick,
+    )?;
+    let seconds = started.elapsed().as_secs_f64();
     progress.decode_finished();
+    let decode_images_per_sec = match &photos.source {
+        Source::Cache(path) => {
+            progress.note(&format!(
+                "Read the decoded photos from the cache {} ({:.1} s).",
+                path.display(),
+                seconds
+            ));
+            None
+        }
+        Source::DecodedAndCached(path) => {
+            progress.note(&format!(
+                "Cached the decoded photos in {}: later runs skip decoding.",
+                path.display()
+            ));
+            Some(dataset.samples.len() as f64 / seconds)
+        }
+        Source::DecodedInMemory(why) => {
+            progress.note(&format!(
+                "Could not cache the decoded photos ({why}); the next run decodes them again."
+            ));
+            Some(dataset.samples.len() as f64 / seconds)
+        }
+    };
 
-    let skipped: Vec<Skipped> = train.skipped.into_iter().chain(val.skipped).collect();
-    for skip in &skipped {
+    for skip in &photos.skipped {
         progress.note(&format!("skipped {}: {}", skip.path.display(), skip.reason));
     }
-    if train.images.is_empty() {
+    let (train_samples, val_samples) = dataset.split(options.val_split, seed);
+    let decoded = |samples: Vec<usize>| -> Vec<usize> {
+        samples
+            .into_iter()
+            .filter_map(|sample| photos.image_of_sample[sample])
+            .collect()
+    };
+    let train = photos.images.select(&decoded(train_samples));
+    let val = photos.images.select(&decoded(val_samples));
+    if train.is_empty() {
         bail!("none of the photos in {} could be decoded", dir.display());
     }
     Ok(PreparedData {
         description: format!("{} ({:?})", dir.display(), dataset.layout),
         classes: dataset.classes,
-        train: train.images,
-        val: val.images,
-        skipped,
-        decode_images_per_sec: Some(decode_images_per_sec),
+        train,
+        val,
+        skipped: photos.skipped,
+        decode_images_per_sec,
         fingerprint,
     })
 }
@@ -516,36 +556,56 @@ pub fn fit_from(
         progress.epoch_started(epoch, settings.epochs, batches.len());
         let started = Instant::now();
         let mut images_this_session = 0;
-        for (i, indices) in batches.iter().enumerate().skip(position.batches_done) {
-            let step = (epoch - 1) * steps_per_epoch + i;
-            let learning_rate =
-                settings
-                    .schedule
-                    .learning_rate(settings.learning_rate, step, total_steps);
-            let loss = trainer.step(train, indices, normalization, learning_rate);
-            if !loss.is_finite() {
-                bail!(
-                    "the loss became {loss} in epoch {epoch}: training diverged; \
-                     try a lower --lr (it is {})",
-                    settings.learning_rate
-                );
+        let augmentation = settings.augment.then_some(AugmentEpoch {
+            seed: settings.seed,
+            epoch,
+        });
+        let stopped = std::thread::scope(|scope| -> Result<Option<FitOutcome>> {
+            let ready = prefetch(
+                scope,
+                train,
+                &batches,
+                position.batches_done,
+                normalization,
+                augmentation,
+            );
+            for (i, batch) in ready.into_iter().enumerate() {
+                let i = i + position.batches_done;
+                let photos = batch.len();
+                let step = (epoch - 1) * steps_per_epoch + i;
+                let learning_rate =
+                    settings
+                        .schedule
+                        .learning_rate(settings.learning_rate, step, total_steps);
+                let loss = trainer.step(batch, learning_rate);
+                if !loss.is_finite() {
+                    bail!(
+                        "the loss became {loss} in epoch {epoch}: training diverged; \
+                         try a lower --lr (it is {})",
+                        settings.learning_rate
+                    );
+                }
+                position.loss_sum += loss * photos as f64;
+                position.batches_done = i + 1;
+                images_this_session += photos;
+                progress.batch_finished(photos, loss);
+                if let Some(by) = interrupt::requested() {
+                    save_checkpoint(&trainer, &position, &history)?;
+                    return Ok(Some(FitOutcome::Stopped {
+                        by,
+                        position: format!(
+                            "epoch {epoch} of {}, {} of {} batches",
+                            settings.epochs,
+                            position.batches_done,
+                            batches.len()
+                        ),
+                    }));
+                }
             }
-            position.loss_sum += loss * indices.len() as f64;
-            position.batches_done = i + 1;
-            images_this_session += indices.len();
-            progress.batch_finished(indices.len(), loss);
-            if let Some(by) = interrupt::requested() {
-                save_checkpoint(&trainer, &position, &history)?;
-                let settings_epochs = settings.epochs;
-                return Ok(FitOutcome::Stopped {
-                    by,
-                    position: format!(
-                        "epoch {epoch} of {settings_epochs}, {} of {} batches",
-                        position.batches_done,
-                        batches.len()
-                    ),
-                });
-            }
+            Ok(None)
+        })?;
+        if let Some(stopped) = stopped {
+            return Ok(stopped);
         }
         device.sync().context("the device failed while training")?;
         let seconds = started.elapsed().as_secs_f64();
@@ -673,14 +733,8 @@ impl Trainer {
 
     /// Forward, backward and Adam step on the images at `indices`; returns the batch's mean
     /// loss, read back from the device (which waits for the forward pass to finish).
-    pub fn step(
-        &mut self,
-        images: &ImageSet,
-        indices: &[usize],
-        normalization: &Normalization,
-        learning_rate: f64,
-    ) -> f64 {
-        let (inputs, labels) = batch(images, indices, normalization, &self.device);
+    pub fn step(&mut self, batch: HostBatch, learning_rate: f64) -> f64 {
+        let (inputs, labels) = batch.to_device(&self.device);
         let model = self
             .model
             .take()
@@ -710,7 +764,7 @@ pub fn evaluate(
     let mut loss_sum = 0.0;
     let mut correct = 0;
     for indices in batch_indices(set.len(), batch_size, None) {
-        let (images, labels) = batch(set, &indices, normalization, device);
+        let (images, labels) = HostBatch::new(set, &indices, normalization, None).to_device(device);
         let logits = model.forward(images);
         let loss = loss_fn.forward(logits.clone(), labels);
         loss_sum += loss.into_scalar::<f32>() as f64 * indices.len() as f64;

@@ -172,3 +172,50 @@ fn bench_chart_as_png_and_its_text_report() {
     let decoded = image::open(&png).expect("a valid PNG");
     assert!(decoded.width() > 100 && decoded.height() > 100);
 }
+
+#[test]
+fn bench_with_data_times_decoding_the_cache_and_training_as_train_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("photos");
+    succeed(&[
+        "synth",
+        "--out",
+        data.to_str().unwrap(),
+        "--count",
+        "40",
+        "--size",
+        "48",
+    ]);
+    let report: Value = serde_json::from_str(&succeed(&[
+        "bench",
+        "--backends",
+        "flex",
+        "--data",
+        data.to_str().unwrap(),
+        "--image-size",
+        "16",
+        "--batch-size",
+        "4",
+        "--seconds",
+        "0.2",
+        "--repeats",
+        "2",
+        "--warmup-steps",
+        "1",
+        "--json",
+    ]))
+    .unwrap();
+    let run = &report["runs"][0];
+    for figure in ["decode", "cached_batches", "end_to_end_train"] {
+        let windows = run[figure]["windows"].as_array().unwrap();
+        assert_eq!(windows.len(), 2, "{figure}: {run}");
+        assert!(
+            run[figure]["median"].as_f64().unwrap() > 0.0,
+            "{figure}: {run}"
+        );
+    }
+    assert!(
+        data.join(".catdog-cache").is_dir(),
+        "the bench reads the pixel cache"
+    );
+}

@@ -5,8 +5,9 @@ mod common;
 use common::{catdog, text};
 
 use std::fs;
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::Output;
+use std::process::{Command, Output};
 
 use serde_json::Value;
 
@@ -328,4 +329,83 @@ fn real_photos_train_and_predict() {
     assert_success(&output);
     let prediction: Value = serde_json::from_str(stdout(&output).trim()).unwrap();
     assert!(["cat", "dog"].contains(&prediction["label"].as_str().unwrap()));
+}
+
+#[test]
+fn decoded_photos_are_cached_once_and_read_back_by_later_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    assert_success(&catdog(&[
+        "synth",
+        "--out",
+        path(&data),
+        "--count",
+        "40",
+        "--size",
+        "32",
+    ]));
+    let train = |data: &Path, out: &str, cache_home: &Path| {
+        Command::new(env!("CARGO_BIN_EXE_catdog"))
+            .args([
+                "train",
+                "--data",
+                path(data),
+                "--backend",
+                "flex",
+                "--epochs",
+                "1",
+            ])
+            .args(["--image-size", "32", "--batch-size", "8", "--json", "--out"])
+            .arg(dir.path().join(out))
+            .env("XDG_CACHE_HOME", cache_home)
+            .output()
+            .unwrap()
+    };
+    let user_cache = dir.path().join("user-cache");
+
+    let first = train(&data, "first", &user_cache);
+    assert_success(&first);
+    assert!(
+        stderr(&first).contains("Cached the decoded photos in"),
+        "{}",
+        stderr(&first)
+    );
+    assert!(data.join(".catdog-cache").is_dir());
+    let second = train(&data, "second", &user_cache);
+    assert_success(&second);
+    assert!(
+        stderr(&second).contains("Read the decoded photos from the cache"),
+        "{}",
+        stderr(&second)
+    );
+    // Same seed, same pixels: the cached run learns exactly what the decoding run learned.
+    let report =
+        |output: &Output| -> Value { serde_json::from_str(stdout(output).trim()).unwrap() };
+    assert_eq!(report(&first)["train_loss"], report(&second)["train_loss"]);
+    assert_eq!(
+        report(&first)["val_accuracy"],
+        report(&second)["val_accuracy"]
+    );
+
+    // A read-only photo folder is left alone: the cache goes to the user's cache folder.
+    let read_only = dir.path().join("read-only");
+    assert_success(&catdog(&[
+        "synth",
+        "--out",
+        path(&read_only),
+        "--count",
+        "40",
+        "--size",
+        "32",
+    ]));
+    fs::set_permissions(&read_only, fs::Permissions::from_mode(0o555)).unwrap();
+    let third = train(&read_only, "third", &user_cache);
+    fs::set_permissions(&read_only, fs::Permissions::from_mode(0o755)).unwrap();
+    assert_success(&third);
+    assert!(!read_only.join(".catdog-cache").exists());
+    assert!(
+        stderr(&third).contains(path(&user_cache.join("catdog"))),
+        "{}",
+        stderr(&third)
+    );
 }
