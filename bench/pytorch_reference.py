@@ -48,10 +48,10 @@ class SmallCnn(nn.Module):
         layers, channels_in = [], 3
         for channels_out in (32, 64, 128, 128):
             layers += [
-                nn.Conv2d(channels_in, channels_out, 3, padding=1, bias=False),
+                nn.Conv2d(channels_in, channels_out, 3, padding=1),
                 nn.BatchNorm2d(channels_out),
-                nn.MaxPool2d(2),
                 nn.ReLU(inplace=True),
+                nn.MaxPool2d(2),
             ]
             channels_in = channels_out
         self.features = nn.Sequential(*layers)

@@ -2,12 +2,11 @@
 //! CPU, and says honestly how many photos per second each one processes.
 //!
 //! The modules follow the photos' way:
-//! [`dataset`] finds them on disk → [`decode`] turns them into resized pixels
-//! ([`images`]), kept on disk by [`pixel_cache`] → [`batch`] into tensors, [`augment`]ed for training → [`model`] is the network (with its
-//! [`batch_norm`]) → [`train`] the training
-//! loop, which saves a [`checkpoint`] after every epoch and stops cleanly on Ctrl-C
-//! ([`interrupt`]) → [`saved_model`] the model folder, claimed by [`out_folder`] →
-//! [`predict`] prediction.
+//! [`dataset`] finds them on disk → [`decode`] turns them into resized pixels ([`images`]),
+//! kept on disk by [`pixel_cache`] → [`batch`] into tensors, [`augment`]ed for training →
+//! [`model`] is the network → [`train`] the training loop, which saves a [`checkpoint`] after
+//! every epoch and stops cleanly on Ctrl-C ([`interrupt`]) → [`saved_model`] the model
+//! folder, claimed by [`out_folder`] → [`predict`] prediction.
 //! [`backend`] chooses where the work runs, from what [`hardware`] finds; [`synth`] draws the
 //! built-in dataset; [`bench`] measures the backends side by side; [`progress`], [`report`] and
 //! [`chart`] talk to people; [`cli`] is the command line.
@@ -15,7 +14,6 @@
 pub mod augment;
 pub mod backend;
 pub mod batch;
-pub mod batch_norm;
 pub mod bench;
 pub mod chart;
 pub mod checkpoint;
