@@ -104,8 +104,9 @@ pub struct BackendRun {
     /// Photos per second made into augmented training batches from the pixel cache (one
     /// thread, no decoding), with `--data`.
     pub cached_batches: Option<Measurement>,
-    /// Training photos per second as `catdog train` runs it, with `--data`: augmented batches
-    /// from the pixel cache, prepared on a helper thread while the device trains.
+    /// Training photos per second as `catdog train --augment` runs it, with `--data`:
+    /// augmented batches from the pixel cache, prepared on a helper thread while the device
+    /// trains.
     pub end_to_end_train: Option<Measurement>,
     /// Seconds the warm-up took (wgpu compiles and tunes its kernels then).
     pub warmup_seconds: f64,

@@ -11,6 +11,7 @@ use crate::bench::{self, BenchSettings};
 use crate::chart;
 use crate::checkpoint;
 use crate::dataset::photos_in;
+use crate::evaluation::evaluate_folder;
 use crate::hardware;
 use crate::interrupt;
 use crate::predict::Predictor;
@@ -45,6 +46,8 @@ pub enum Command {
     Train(TrainArgs),
     /// Say whether photos show a cat or a dog, with the probability.
     Predict(PredictArgs),
+    /// Measure a model on a labelled photo folder: accuracy, per class, and its worst mistakes.
+    Eval(EvalArgs),
     /// Measure photos per second of each backend, side by side.
     Bench(BenchArgs),
     /// Show the CPU and GPUs this machine has, and which backend auto picks.
@@ -92,9 +95,9 @@ pub struct TrainArgs {
     /// Seeds the weights, the split, the shuffling and the augmentation [default: 42]
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Train on the pictures as they are: no random flip, crop or colour change
+    /// Randomly flip, crop and colour-shift the training pictures, differently every epoch
     #[arg(long)]
-    pub no_augment: bool,
+    pub augment: bool,
     /// Model folder to write; it also holds the run's checkpoint.
     #[arg(long, value_name = "DIR", default_value = "models/catdog")]
     pub out: PathBuf,
@@ -102,6 +105,28 @@ pub struct TrainArgs {
     #[arg(long)]
     pub resume: bool,
     /// Print the final report as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  \
+    catdog eval --data ../shared/data/dogs-vs-cats-2k\n  \
+    catdog eval --model models/big --data photos/test --worst 20 --json")]
+pub struct EvalArgs {
+    /// Labelled photos: one sub-folder per class, or Kaggle's `cat.123.jpg` names.
+    #[arg(long, value_name = "DIR")]
+    pub data: PathBuf,
+    /// Model folder written by `catdog train`.
+    #[arg(long, value_name = "DIR", default_value = "models/catdog")]
+    pub model: PathBuf,
+    /// Where to compute.
+    #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
+    pub backend: BackendChoice,
+    /// How many of the most confidently wrong photos to list.
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub worst: usize,
+    /// Print the whole result as one JSON object.
     #[arg(long)]
     pub json: bool,
 }
@@ -197,6 +222,7 @@ pub fn run(cli: Cli) -> ExitCode {
     let result = match cli.command {
         Command::Train(args) => run_train(args),
         Command::Predict(args) => run_predict(args),
+        Command::Eval(args) => run_eval(args),
         Command::Bench(args) => run_bench(args),
         Command::Devices(args) => run_devices(args),
         Command::Synth(args) => run_synth(args),
@@ -275,7 +301,7 @@ fn new_run_options(args: &TrainArgs) -> TrainOptions {
             learning_rate: args.lr.unwrap_or(defaults.settings.learning_rate),
             schedule: args.schedule.unwrap_or(defaults.settings.schedule),
             seed: args.seed.unwrap_or(defaults.settings.seed),
-            augment: !args.no_augment,
+            augment: args.augment,
         },
         out: args.out.clone(),
         resume: false,
@@ -299,32 +325,28 @@ fn resume_options(args: &TrainArgs) -> Result<TrainOptions> {
             .as_ref()
             .filter(|d| options.data.as_ref() != Some(*d))
             .map(|d| format!("--data {} (the run uses {:?})", d.display(), options.data)),
-        args.generated
-            .filter(|&n| n as usize != options.generated_count)
-            .map(|n| format!("--generated {n} (the run uses {})", options.generated_count)),
-        args.image_size
-            .filter(|&px| px != options.image_size)
-            .map(|px| format!("--image-size {px} (the run uses {})", options.image_size)),
-        args.epochs
-            .filter(|&n| n as usize != settings.epochs)
-            .map(|n| format!("--epochs {n} (the run uses {})", settings.epochs)),
-        args.batch_size
-            .filter(|&n| n as usize != settings.batch_size)
-            .map(|n| format!("--batch-size {n} (the run uses {})", settings.batch_size)),
-        args.lr
-            .filter(|&lr| lr != settings.learning_rate)
-            .map(|lr| format!("--lr {lr} (the run uses {})", settings.learning_rate)),
-        args.schedule
-            .filter(|&s| s != settings.schedule)
-            .map(|s| format!("--schedule {s:?} (the run uses {:?})", settings.schedule)),
-        args.val_split
-            .filter(|&f| f != options.val_split)
-            .map(|f| format!("--val-split {f} (the run uses {})", options.val_split)),
-        args.seed
-            .filter(|&n| n != settings.seed)
-            .map(|n| format!("--seed {n} (the run uses {})", settings.seed)),
-        (args.no_augment && settings.augment)
-            .then(|| "--no-augment (the run augments)".to_string()),
+        differs(
+            "--generated",
+            args.generated.map(|n| n as usize),
+            options.generated_count,
+        ),
+        differs("--image-size", args.image_size, options.image_size),
+        differs("--epochs", args.epochs.map(|n| n as usize), settings.epochs),
+        differs(
+            "--batch-size",
+            args.batch_size.map(|n| n as usize),
+            settings.batch_size,
+        ),
+        differs("--lr", args.lr, settings.learning_rate),
+        differs(
+            "--schedule",
+            args.schedule.map(|s| format!("{s:?}")),
+            format!("{:?}", settings.schedule),
+        ),
+        differs("--val-split", args.val_split, options.val_split),
+        differs("--seed", args.seed, settings.seed),
+        (args.augment && !settings.augment)
+            .then(|| "--augment (the run does not augment)".to_string()),
     ]
     .into_iter()
     .flatten()
@@ -338,6 +360,17 @@ fn resume_options(args: &TrainArgs) -> Result<TrainOptions> {
         );
     }
     Ok(options)
+}
+
+/// `"FLAG VALUE (the run uses RUN)"` when a flag was given with a value other than the run's.
+fn differs<T: PartialEq + std::fmt::Display>(
+    flag: &str,
+    given: Option<T>,
+    run: T,
+) -> Option<String> {
+    given
+        .filter(|value| *value != run)
+        .map(|value| format!("{flag} {value} (the run uses {run})"))
 }
 
 fn run_predict(args: PredictArgs) -> Result<ExitCode> {
@@ -378,6 +411,20 @@ fn run_predict(args: PredictArgs) -> Result<ExitCode> {
             photos.len()
         );
         return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_eval(args: EvalArgs) -> Result<ExitCode> {
+    let selection = backend::select(args.backend)?;
+    let predictor = Predictor::load(&args.model, &selection.backend)?;
+    let evaluation = evaluate_folder(&predictor, &args.data, args.worst)?;
+    for skip in &evaluation.skipped {
+        eprintln!("warning: skipped {}: {}", skip.path.display(), skip.reason);
+    }
+    match args.json {
+        true => println!("{}", serde_json::to_string(&evaluation)?),
+        false => print!("{}", report::evaluation_text(&evaluation)),
     }
     Ok(ExitCode::SUCCESS)
 }

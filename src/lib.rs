@@ -6,7 +6,8 @@
 //! kept on disk by [`pixel_cache`] → [`batch`] into tensors, [`augment`]ed for training →
 //! [`model`] is the network → [`train`] the training loop, which saves a [`checkpoint`] after
 //! every epoch and stops cleanly on Ctrl-C ([`interrupt`]) → [`saved_model`] the model
-//! folder, claimed by [`out_folder`] → [`predict`] prediction.
+//! folder, claimed by [`out_folder`] → [`predict`] prediction, and [`evaluation`] of a
+//! model on labelled photos.
 //! [`backend`] chooses where the work runs, from what [`hardware`] finds; [`synth`] draws the
 //! built-in dataset; [`bench`] measures the backends side by side; [`progress`], [`report`] and
 //! [`chart`] talk to people; [`cli`] is the command line.
@@ -20,6 +21,7 @@ pub mod checkpoint;
 pub mod cli;
 pub mod dataset;
 pub mod decode;
+pub mod evaluation;
 pub mod hardware;
 pub mod images;
 pub mod interrupt;

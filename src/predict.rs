@@ -82,15 +82,11 @@ impl Predictor {
     }
 
     fn prediction(&self, path: &Path, probabilities: Vec<f32>) -> Prediction {
-        let best = probabilities
-            .iter()
-            .enumerate()
-            .max_by(|a, b| a.1.total_cmp(b.1))
-            .map_or(0, |(index, _)| index);
+        let (best, probability) = most_probable(&probabilities);
         Prediction {
             path: path.to_path_buf(),
             label: self.info.classes[best].clone(),
-            probability: probabilities[best],
+            probability,
             probabilities: self
                 .info
                 .classes
@@ -100,6 +96,16 @@ impl Predictor {
                 .collect(),
         }
     }
+}
+
+/// The index and probability of the most probable class.
+pub fn most_probable(probabilities: &[f32]) -> (usize, f32) {
+    probabilities
+        .iter()
+        .copied()
+        .enumerate()
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .unwrap_or((0, 0.0))
 }
 
 /// Softmax of `model`'s logits for `images`, one row per image.

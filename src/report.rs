@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 use crate::backend::{BackendKind, Plan};
 use crate::bench::{BenchReport, Measurement};
 use crate::chart::{BarChart, BarGroup, format_number};
+use crate::evaluation::Evaluation;
 use crate::hardware::{CpuInfo, GpuAdapter};
 use crate::predict::Prediction;
 use crate::train::TrainReport;
@@ -101,6 +102,49 @@ pub fn prediction_json(prediction: &Prediction) -> Value {
 }
 
 /// `catdog devices`: the CPU, every adapter wgpu sees, and what `--backend auto` picks.
+/// `catdog eval` for people: accuracy, a line per class, the confusion matrix, the mistakes.
+pub fn evaluation_text(evaluation: &Evaluation) -> String {
+    let mut out = format!(
+        "accuracy {:.1} % on {} photos",
+        evaluation.accuracy * 100.0,
+        evaluation.photos
+    );
+    if evaluation.skipped_photos > 0 {
+        out.push_str(&format!(" ({} skipped)", evaluation.skipped_photos));
+    }
+    out.push_str("\n\nclass  photos  precision  recall\n");
+    for figures in &evaluation.per_class {
+        out.push_str(&format!(
+            "{:<5}  {:>6}  {:>7.1} %  {:>4.1} %\n",
+            figures.class,
+            figures.photos,
+            figures.precision * 100.0,
+            figures.recall * 100.0
+        ));
+    }
+    out.push_str("\nconfusion matrix (rows: the photo's class, columns: predicted)\n      ");
+    for class in &evaluation.classes {
+        out.push_str(&format!(" {class:>6}"));
+    }
+    for (class, row) in evaluation.classes.iter().zip(&evaluation.confusion_matrix) {
+        out.push_str(&format!("\n{class:<6}"));
+        for count in row {
+            out.push_str(&format!(" {count:>6}"));
+        }
+    }
+    out.push('\n');
+    if !evaluation.most_confidently_wrong.is_empty() {
+        out.push_str("\nmost confidently wrong:\n");
+        for mistake in &evaluation.most_confidently_wrong {
+            out.push_str(&format!(
+                "  {}  is {}, predicted {} ({:.2})\n",
+                mistake.path, mistake.label, mistake.predicted, mistake.probability
+            ));
+        }
+    }
+    out
+}
+
 pub fn devices_text(cpu: &CpuInfo, adapters: &[&GpuAdapter], auto: &Plan) -> String {
     let mut out = format!(
         "CPU: {}, {} cores, {} threads (the CPU backends compute on {}), {:.1} GiB memory\n",
@@ -238,8 +282,8 @@ pub fn bench_text(report: &BenchReport) -> String {
         {
             out.push_str(&format!(
                 "{}: decode + resize {} photos/s; augmented batches from the pixel cache {} \
-                 photos/s; training as `catdog train` does (cache, prefetch, augmentation) {} \
-                 photos/s, against {} on ready batches\n",
+                 photos/s; training as `catdog train --augment` does (cache, prefetch, \
+                 augmentation) {} photos/s, against {} on ready batches\n",
                 run.backend,
                 with_spread(decode),
                 with_spread(cached),

@@ -96,7 +96,7 @@ impl Default for FitSettings {
             learning_rate: 1e-3,
             schedule: Schedule::Cosine,
             seed: 42,
-            augment: true,
+            augment: false,
         }
     }
 }
@@ -560,17 +560,11 @@ pub fn fit_from(
             seed: settings.seed,
             epoch,
         });
+        let first = position.batches_done;
         let stopped = std::thread::scope(|scope| -> Result<Option<FitOutcome>> {
-            let ready = prefetch(
-                scope,
-                train,
-                &batches,
-                position.batches_done,
-                normalization,
-                augmentation,
-            );
+            let ready = prefetch(scope, train, &batches, first, normalization, augmentation);
             for (i, batch) in ready.into_iter().enumerate() {
-                let i = i + position.batches_done;
+                let i = first + i;
                 let photos = batch.len();
                 let step = (epoch - 1) * steps_per_epoch + i;
                 let learning_rate =

@@ -2,48 +2,14 @@
 
 mod common;
 
-use common::{catdog, text};
+use common::{assert_fails_with, assert_success, catdog, command, stderr, stdout};
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
-
-fn stdout(output: &Output) -> String {
-    text(&output.stdout)
-}
-
-fn stderr(output: &Output) -> String {
-    text(&output.stderr)
-}
-
-fn assert_success(output: &Output) {
-    assert!(
-        output.status.success(),
-        "catdog failed ({}):\nstdout:\n{}\nstderr:\n{}",
-        output.status,
-        stdout(output),
-        stderr(output)
-    );
-}
-
-/// Asserts a clean failure: exit code 1 (2 for a malformed command line, as clap does), an
-/// `error:` line containing `message`, and no panic.
-fn assert_fails_with(output: &Output, message: &str) {
-    let err = stderr(output);
-    assert!(
-        matches!(output.status.code(), Some(1 | 2)),
-        "{}; stderr:\n{err}",
-        output.status
-    );
-    assert!(
-        err.contains("error:") && err.contains(message),
-        "expected {message:?} in:\n{err}"
-    );
-    assert!(!err.contains("panicked"), "catdog panicked:\n{err}");
-}
 
 fn path(p: &Path) -> &str {
     p.to_str().unwrap()
@@ -345,7 +311,7 @@ fn decoded_photos_are_cached_once_and_read_back_by_later_runs() {
         "32",
     ]));
     let train = |data: &Path, out: &str, cache_home: &Path| {
-        Command::new(env!("CARGO_BIN_EXE_catdog"))
+        command()
             .args([
                 "train",
                 "--data",
@@ -408,4 +374,104 @@ fn decoded_photos_are_cached_once_and_read_back_by_later_runs() {
         "{}",
         stderr(&third)
     );
+}
+
+#[test]
+fn eval_counts_what_predict_says_and_lists_the_mistakes() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let model = dir.path().join("model");
+    assert_success(&catdog(&[
+        "synth",
+        "--out",
+        path(&data),
+        "--count",
+        "60",
+        "--size",
+        "32",
+    ]));
+    assert_success(&catdog(&[
+        "train",
+        "--data",
+        path(&data),
+        "--backend",
+        "flex",
+        "--epochs",
+        "1",
+        "--image-size",
+        "32",
+        "--batch-size",
+        "8",
+        "--out",
+        path(&model),
+    ]));
+
+    let output = catdog(&[
+        "eval",
+        "--model",
+        path(&model),
+        "--data",
+        path(&data),
+        "--backend",
+        "flex",
+        "--worst",
+        "3",
+        "--json",
+    ]);
+    assert_success(&output);
+    let eval: Value = serde_json::from_str(stdout(&output).trim()).expect("one JSON object");
+
+    // The same photos counted here from `catdog predict`'s answers.
+    let output = catdog(&[
+        "predict",
+        "--model",
+        path(&model),
+        "--backend",
+        "flex",
+        "--json",
+        path(&data),
+    ]);
+    assert_success(&output);
+    let mut counted = [[0u64; 2]; 2];
+    for line in stdout(&output).lines() {
+        let prediction: Value = serde_json::from_str(line).unwrap();
+        let truth = usize::from(prediction["path"].as_str().unwrap().contains("/dog/"));
+        let predicted = usize::from(prediction["label"] == "dog");
+        counted[truth][predicted] += 1;
+    }
+    let matrix: Vec<Vec<u64>> = serde_json::from_value(eval["confusion_matrix"].clone()).unwrap();
+    assert_eq!(matrix, counted.map(Vec::from).to_vec());
+    assert_eq!(matrix.iter().flatten().sum::<u64>(), 60);
+    assert_eq!(eval["photos"], 60);
+    let correct = (counted[0][0] + counted[1][1]) as f64;
+    assert_eq!(eval["accuracy"].as_f64().unwrap(), correct / 60.0);
+    let recall_of_cats = eval["per_class"][0]["recall"].as_f64().unwrap();
+    assert_eq!(recall_of_cats, counted[0][0] as f64 / 30.0);
+
+    let wrong = eval["most_confidently_wrong"].as_array().unwrap();
+    assert_eq!(wrong.len(), (60 - correct as usize).min(3));
+    for pair in wrong.windows(2) {
+        assert!(pair[0]["probability"].as_f64() >= pair[1]["probability"].as_f64());
+    }
+    for mistake in wrong {
+        assert_ne!(mistake["label"], mistake["predicted"]);
+        assert!(
+            mistake["path"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("/{}/", mistake["label"].as_str().unwrap()))
+        );
+    }
+
+    let text = stdout(&catdog(&[
+        "eval",
+        "--model",
+        path(&model),
+        "--data",
+        path(&data),
+        "--backend",
+        "flex",
+    ]));
+    assert!(text.starts_with("accuracy "), "{text}");
+    assert!(text.contains("confusion matrix"), "{text}");
 }

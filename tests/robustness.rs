@@ -1,9 +1,13 @@
 //! Training that survives kills, Ctrl-C and bad model folders: `catdog train` run as a child
 //! process, stopped and resumed.
 
+mod common;
+
+use common::{assert_fails_with, assert_success, catdog, command, text};
+
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Output, Stdio};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
@@ -13,44 +17,12 @@ use serde_json::Value;
 
 const EPOCHS: &str = "3";
 
-fn catdog() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_catdog"))
-}
-
-fn run(args: &[&str]) -> Output {
-    catdog()
-        .args(args)
-        .output()
-        .expect("the catdog binary runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn assert_success(output: &Output) {
-    assert!(
-        output.status.success(),
-        "catdog failed ({}):\n{}",
-        output.status,
-        text(&output.stderr)
-    );
-}
-
-fn assert_error(output: &Output, message: &str) {
-    let err = text(&output.stderr);
-    assert_eq!(output.status.code(), Some(1), "{err}");
-    assert!(
-        err.contains("error:") && err.contains(message),
-        "expected {message:?} in:\n{err}"
-    );
-    assert!(!err.contains("panicked"), "{err}");
-}
-
-/// `catdog train` on 600 generated 32 px pictures, about two seconds an epoch on flex.
+/// `catdog train` on 600 generated 32 px pictures, about two seconds an epoch on flex, with
+/// augmentation, so that resuming is shown to replay it exactly.
 fn train_args(out: &Path) -> Vec<String> {
     [
         "train",
+        "--augment",
         "--backend",
         "flex",
         "--generated",
@@ -71,7 +43,7 @@ fn train_args(out: &Path) -> Vec<String> {
 }
 
 fn start_training(out: &Path) -> Child {
-    catdog()
+    command()
         .args(train_args(out))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -108,7 +80,7 @@ fn checkpoint_state(out: &Path) -> Value {
 
 /// Resumes the run in `out` and checks that it ends with every epoch and a model that predicts.
 fn resume_to_the_end(out: &Path) -> Output {
-    let output = run(&[
+    let output = catdog(&[
         "train",
         "--resume",
         "--backend",
@@ -129,7 +101,7 @@ fn resume_to_the_end(out: &Path) -> Output {
     assert_eq!(per_epoch, [1, 2, 3]);
 
     let photos = out.join("photos");
-    assert_success(&run(&[
+    assert_success(&catdog(&[
         "synth",
         "--out",
         &photos.display().to_string(),
@@ -138,7 +110,7 @@ fn resume_to_the_end(out: &Path) -> Output {
         "--size",
         "32",
     ]));
-    let predicted = run(&[
+    let predicted = catdog(&[
         "predict",
         "--backend",
         "flex",
@@ -163,8 +135,8 @@ fn a_killed_run_resumes_where_it_stopped_and_matches_an_uninterrupted_one() {
     let killed = dir.path().join("killed");
 
     // Determinism: the same seed, data and CPU backend give the same weights bit for bit.
-    assert_success(&catdog().args(train_args(&whole)).output().unwrap());
-    assert_success(&catdog().args(train_args(&again)).output().unwrap());
+    assert_success(&command().args(train_args(&whole)).output().unwrap());
+    assert_success(&command().args(train_args(&again)).output().unwrap());
     assert!(
         weights(&whole) == weights(&again),
         "two runs with one seed differ"
@@ -185,8 +157,8 @@ fn a_killed_run_resumes_where_it_stopped_and_matches_an_uninterrupted_one() {
 
     // A plain `train` must not throw the unfinished run away; it takes over the dead run's
     // lock, then refuses.
-    let output = catdog().args(train_args(&killed)).output().unwrap();
-    assert_error(&output, "--resume");
+    let output = command().args(train_args(&killed)).output().unwrap();
+    assert_fails_with(&output, "--resume");
     assert!(text(&output.stderr).contains("stale lock"));
 
     let output = resume_to_the_end(&killed);
@@ -250,7 +222,7 @@ fn trained_model(dir: &Path) -> (PathBuf, PathBuf) {
     let model = dir.join("model");
     let photos = dir.join("photos");
     let (model_arg, photos_arg) = (model.display().to_string(), photos.display().to_string());
-    assert_success(&run(&[
+    assert_success(&catdog(&[
         "synth",
         "--out",
         &photos_arg,
@@ -259,7 +231,7 @@ fn trained_model(dir: &Path) -> (PathBuf, PathBuf) {
         "--size",
         "16",
     ]));
-    assert_success(&run(&[
+    assert_success(&catdog(&[
         "train",
         "--backend",
         "flex",
@@ -276,7 +248,7 @@ fn trained_model(dir: &Path) -> (PathBuf, PathBuf) {
 }
 
 fn predict(model: &Path, photo: &Path) -> Output {
-    run(&[
+    catdog(&[
         "predict",
         "--backend",
         "flex",
@@ -300,16 +272,16 @@ fn damaged_model_folders_are_refused_with_the_file_named() {
 
     // Truncated, as by an interrupted copy.
     fs::write(&weights_path, &good_weights[..good_weights.len() / 2]).unwrap();
-    assert_error(&predict(&model, &photo), &weights_name);
+    assert_fails_with(&predict(&model, &photo), &weights_name);
     // Same size, damaged bytes in the middle.
     let mut flipped = good_weights.clone();
     let middle = flipped.len() / 2;
     flipped[middle] ^= 0xff;
     fs::write(&weights_path, &flipped).unwrap();
-    assert_error(&predict(&model, &photo), "damaged");
+    assert_fails_with(&predict(&model, &photo), "damaged");
     // Missing.
     fs::remove_file(&weights_path).unwrap();
-    assert_error(&predict(&model, &photo), &weights_name);
+    assert_fails_with(&predict(&model, &photo), &weights_name);
     fs::write(&weights_path, &good_weights).unwrap();
     assert_success(&predict(&model, &photo));
 
@@ -320,20 +292,20 @@ fn damaged_model_folders_are_refused_with_the_file_named() {
         fs::write(&info_path, edited.to_string()).unwrap();
     };
     write_info(&|i| i["format_version"] = 99.into());
-    assert_error(
+    assert_fails_with(
         &predict(&model, &photo),
         &format!("{info_name} has format version 99"),
     );
     write_info(&|i| i["classes"] = serde_json::json!(["cat", "dog", "fox"]));
-    assert_error(&predict(&model, &photo), "does not fit");
+    assert_fails_with(&predict(&model, &photo), "does not fit");
     write_info(&|i| i["image_size"] = 4.into());
-    assert_error(&predict(&model, &photo), &info_name);
+    assert_fails_with(&predict(&model, &photo), &info_name);
     write_info(&|i| i["architecture"] = "resnet".into());
-    assert_error(&predict(&model, &photo), "resnet");
+    assert_fails_with(&predict(&model, &photo), "resnet");
     fs::write(&info_path, "{ not json").unwrap();
-    assert_error(&predict(&model, &photo), &info_name);
+    assert_fails_with(&predict(&model, &photo), &info_name);
     fs::remove_file(&info_path).unwrap();
-    assert_error(&predict(&model, &photo), &info_name);
+    assert_fails_with(&predict(&model, &photo), &info_name);
 }
 
 #[test]
@@ -341,8 +313,8 @@ fn resume_refuses_other_settings_and_damaged_checkpoints() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("model");
     let out_arg = out.display().to_string();
-    assert_error(
-        &run(&["train", "--resume", "--out", &out_arg]),
+    assert_fails_with(
+        &catdog(&["train", "--resume", "--out", &out_arg]),
         "no checkpoint to resume",
     );
 
@@ -351,8 +323,8 @@ fn resume_refuses_other_settings_and_damaged_checkpoints() {
     signal(&child, Signal::SIGKILL);
     child.wait().unwrap();
 
-    assert_error(
-        &run(&[
+    assert_fails_with(
+        &catdog(&[
             "train",
             "--resume",
             "--backend",
@@ -364,8 +336,8 @@ fn resume_refuses_other_settings_and_damaged_checkpoints() {
         ]),
         "--image-size 64 (the run uses 32)",
     );
-    assert_error(
-        &run(&[
+    assert_fails_with(
+        &catdog(&[
             "train",
             "--resume",
             "--backend",
@@ -388,8 +360,8 @@ fn resume_refuses_other_settings_and_damaged_checkpoints() {
     let last = damaged.len() - 1;
     damaged[last] ^= 0xff;
     fs::write(&model_file, &damaged).unwrap();
-    assert_error(
-        &run(&["train", "--resume", "--backend", "flex", "--out", &out_arg]),
+    assert_fails_with(
+        &catdog(&["train", "--resume", "--backend", "flex", "--out", &out_arg]),
         &format!("{} is damaged", model_file.display()),
     );
     fs::write(&model_file, &good).unwrap();
@@ -397,8 +369,8 @@ fn resume_refuses_other_settings_and_damaged_checkpoints() {
     let mut other = state.clone();
     other["format_version"] = 7.into();
     fs::write(&state_path, other.to_string()).unwrap();
-    assert_error(
-        &run(&["train", "--resume", "--backend", "flex", "--out", &out_arg]),
+    assert_fails_with(
+        &catdog(&["train", "--resume", "--backend", "flex", "--out", &out_arg]),
         "checkpoint format 7",
     );
     fs::write(&state_path, state.to_string()).unwrap();
@@ -412,7 +384,7 @@ fn resume_refuses_a_photo_folder_that_changed() {
     let photos_arg = photos.display().to_string();
     let out = dir.path().join("model");
     let out_arg = out.display().to_string();
-    assert_success(&run(&[
+    assert_success(&catdog(&[
         "synth",
         "--out",
         &photos_arg,
@@ -421,7 +393,7 @@ fn resume_refuses_a_photo_folder_that_changed() {
         "--size",
         "32",
     ]));
-    let mut child = catdog()
+    let mut child = command()
         .args([
             "train",
             "--backend",
@@ -444,8 +416,8 @@ fn resume_refuses_a_photo_folder_that_changed() {
     child.wait().unwrap();
 
     fs::copy(photos.join("cat/00000.png"), photos.join("cat/new.png")).unwrap();
-    let resume = || run(&["train", "--resume", "--backend", "flex", "--out", &out_arg]);
-    assert_error(&resume(), "the photos are not the same now");
+    let resume = || catdog(&["train", "--resume", "--backend", "flex", "--out", &out_arg]);
+    assert_fails_with(&resume(), "the photos are not the same now");
     fs::remove_file(photos.join("cat/new.png")).unwrap();
     assert_success(&resume());
 }
@@ -456,7 +428,7 @@ fn an_unusable_out_folder_or_a_held_lock_fails_fast() {
     let file = dir.path().join("a-file");
     fs::write(&file, "").unwrap();
     let train = |out: &Path| {
-        run(&[
+        catdog(&[
             "train",
             "--backend",
             "flex",
@@ -470,8 +442,8 @@ fn an_unusable_out_folder_or_a_held_lock_fails_fast() {
             &out.display().to_string(),
         ])
     };
-    assert_error(&train(&file), "is a file, not a folder");
-    assert_error(
+    assert_fails_with(&train(&file), "is a file, not a folder");
+    assert_fails_with(
         &train(&file.join("model")),
         "cannot create the model folder",
     );
@@ -484,7 +456,7 @@ fn an_unusable_out_folder_or_a_held_lock_fails_fast() {
         format!("{}\n", std::process::id()),
     )
     .unwrap();
-    assert_error(
+    assert_fails_with(
         &train(&locked),
         &format!(
             "in use by another catdog train (pid {})",
@@ -498,7 +470,7 @@ fn an_unusable_out_folder_or_a_held_lock_fails_fast() {
 fn a_diverging_loss_stops_training_and_keeps_the_last_checkpoint() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("model");
-    let output = run(&[
+    let output = catdog(&[
         "train",
         "--backend",
         "flex",
@@ -513,7 +485,7 @@ fn a_diverging_loss_stops_training_and_keeps_the_last_checkpoint() {
         "--out",
         &out.display().to_string(),
     ]);
-    assert_error(&output, "try a lower --lr");
+    assert_fails_with(&output, "try a lower --lr");
     assert!(
         !out.join("model.safetensors").exists(),
         "no model from a diverged run"

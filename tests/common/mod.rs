@@ -53,9 +53,14 @@ pub fn real_photos_or_skip(test: &str) -> Option<PathBuf> {
     None
 }
 
+/// The `catdog` binary, to be given arguments and started.
+pub fn command() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_catdog"))
+}
+
 /// Runs the `catdog` binary with `args` and waits for it.
 pub fn catdog(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_catdog"))
+    command()
         .args(args)
         .output()
         .expect("the catdog binary runs")
@@ -64,4 +69,38 @@ pub fn catdog(args: &[&str]) -> Output {
 /// A child's stdout or stderr, as text.
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
+}
+
+pub fn stdout(output: &Output) -> String {
+    text(&output.stdout)
+}
+
+pub fn stderr(output: &Output) -> String {
+    text(&output.stderr)
+}
+
+pub fn assert_success(output: &Output) {
+    assert!(
+        output.status.success(),
+        "catdog failed ({}):\nstdout:\n{}\nstderr:\n{}",
+        output.status,
+        stdout(output),
+        stderr(output)
+    );
+}
+
+/// Asserts a clean failure: exit code 1 (2 for a malformed command line, as clap does), an
+/// `error:` line containing `message`, and no panic.
+pub fn assert_fails_with(output: &Output, message: &str) {
+    let err = stderr(output);
+    assert!(
+        matches!(output.status.code(), Some(1 | 2)),
+        "{}; stderr:\n{err}",
+        output.status
+    );
+    assert!(
+        err.contains("error:") && err.contains(message),
+        "expected {message:?} in:\n{err}"
+    );
+    assert!(!err.contains("panicked"), "catdog panicked:\n{err}");
 }

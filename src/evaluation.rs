@@ -1,0 +1,140 @@
+//! `catdog eval`: how a saved model does on a labelled photo folder, and where it goes wrong.
+
+use std::path::Path;
+
+use anyhow::{Result, bail};
+use serde::Serialize;
+
+use crate::dataset::Dataset;
+use crate::decode::Skipped;
+use crate::pixel_cache;
+use crate::predict::{Predictor, most_probable};
+
+/// Photos sent to the device at once.
+const BATCH: usize = 64;
+
+/// One class's figures: of the photos predicted as it, how many are it (precision); of the
+/// photos that are it, how many were found (recall).
+#[derive(Clone, Debug, Serialize)]
+pub struct ClassFigures {
+    pub class: String,
+    pub photos: usize,
+    pub precision: f64,
+    pub recall: f64,
+}
+
+/// A photo the model got wrong, with how sure it was.
+#[derive(Clone, Debug, Serialize)]
+pub struct Mistake {
+    /// The photo's path (any bytes that are not UTF-8 replaced, for printing).
+    pub path: String,
+    pub label: String,
+    pub predicted: String,
+    pub probability: f32,
+}
+
+/// Everything `catdog eval --json` prints.
+#[derive(Clone, Debug, Serialize)]
+pub struct Evaluation {
+    pub photos: usize,
+    pub accuracy: f64,
+    pub classes: Vec<String>,
+    /// `confusion_matrix[true class][predicted class]`: photo counts, in `classes` order.
+    pub confusion_matrix: Vec<Vec<usize>>,
+    pub per_class: Vec<ClassFigures>,
+    /// The most confidently wrong photos, surest first.
+    pub most_confidently_wrong: Vec<Mistake>,
+    #[serde(skip)]
+    pub skipped: Vec<Skipped>,
+    pub skipped_photos: usize,
+}
+
+/// Evaluates `predictor` on every photo in `data`, whose classes must be the model's; keeps
+/// the `worst` most confidently wrong photos.
+pub fn evaluate_folder(predictor: &Predictor, data: &Path, worst: usize) -> Result<Evaluation> {
+    let dataset = Dataset::scan(data)?;
+    let classes = predictor.info().classes.clone();
+    if dataset.classes != classes {
+        bail!(
+            "{} holds the classes {:?}, the model knows {:?}",
+            data.display(),
+            dataset.classes,
+            classes
+        );
+    }
+    let photos = pixel_cache::load_or_decode(
+        data,
+        &dataset.samples,
+        &dataset.fingerprint(),
+        predictor.info().image_size,
+        &|| {},
+    )?;
+    let images = &photos.images;
+    if images.is_empty() {
+        bail!("none of the photos in {} could be decoded", data.display());
+    }
+    let paths: Vec<&Path> = dataset
+        .samples
+        .iter()
+        .zip(&photos.image_of_sample)
+        .filter(|(_, decoded)| decoded.is_some())
+        .map(|(sample, _)| sample.path.as_path())
+        .collect();
+
+    let mut confusion_matrix = vec![vec![0; classes.len()]; classes.len()];
+    let mut mistakes = Vec::new();
+    for start in (0..images.len()).step_by(BATCH) {
+        let batch: Vec<usize> = (start..(start + BATCH).min(images.len())).collect();
+        let pixels: Vec<&[u8]> = batch.iter().map(|&i| images.image(i)).collect();
+        for (&i, probabilities) in batch.iter().zip(predictor.probabilities(&pixels)) {
+            let (predicted, probability) = most_probable(&probabilities);
+            let label = images.labels()[i];
+            confusion_matrix[label][predicted] += 1;
+            if predicted != label {
+                mistakes.push(Mistake {
+                    path: paths[i].to_string_lossy().into_owned(),
+                    label: classes[label].clone(),
+                    predicted: classes[predicted].clone(),
+                    probability,
+                });
+            }
+        }
+    }
+    mistakes.sort_by(|a, b| b.probability.total_cmp(&a.probability));
+    mistakes.truncate(worst);
+
+    let correct: usize = (0..classes.len()).map(|c| confusion_matrix[c][c]).sum();
+    let per_class = classes
+        .iter()
+        .enumerate()
+        .map(|(c, class)| {
+            let photos: usize = confusion_matrix[c].iter().sum();
+            let predicted_as: usize = confusion_matrix.iter().map(|row| row[c]).sum();
+            ClassFigures {
+                class: class.clone(),
+                photos,
+                precision: ratio(confusion_matrix[c][c], predicted_as),
+                recall: ratio(confusion_matrix[c][c], photos),
+            }
+        })
+        .collect();
+    Ok(Evaluation {
+        photos: images.len(),
+        accuracy: ratio(correct, images.len()),
+        classes,
+        confusion_matrix,
+        per_class,
+        most_confidently_wrong: mistakes,
+        skipped_photos: photos.skipped.len(),
+        skipped: photos.skipped,
+    })
+}
+
+/// `part / whole`, or 0 when `whole` is 0 (a class never predicted has no precision).
+fn ratio(part: usize, whole: usize) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 / whole as f64
+    }
+}
