@@ -704,6 +704,10 @@ impl Trainer {
 
     /// The network and the optimizer state, serialised for a checkpoint.
     pub fn to_bytes(&self) -> Result<(Vec<u8>, Vec<u8>)> {
+        // Batch norm's running statistics keep the last step's update aside until something
+        // syncs them, and saving does not: without this, a checkpoint taken mid-epoch (Ctrl-C)
+        // lost one update and the resumed run drifted from an uninterrupted one.
+        let _ = self.model().valid();
         let mut store = BurnpackStore::from_bytes(None);
         self.model()
             .save_into(&mut store)

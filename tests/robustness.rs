@@ -189,6 +189,15 @@ fn ctrl_c_saves_a_checkpoint_and_exits_130() {
     assert!(!out.join(".catdog.lock").exists(), "the lock is released");
     assert!(checkpoint_state(&out)["history"].as_array().unwrap().len() < 3);
     resume_to_the_end(&out);
+
+    // Stopped mid-epoch and resumed from the batch it reached, it ends where a run that was
+    // never stopped ends.
+    let whole = dir.path().join("whole");
+    assert_success(&command().args(train_args(&whole)).output().unwrap());
+    assert!(
+        weights(&out) == weights(&whole),
+        "the run resumed after Ctrl-C took other steps"
+    );
 }
 
 #[test]
