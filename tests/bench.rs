@@ -19,6 +19,29 @@ fn succeed(args: &[&str]) -> String {
     String::from_utf8(output.stdout).unwrap()
 }
 
+/// `catdog bench` on `backends` with settings small enough for CI (16 px, batch 4, windows
+/// of 0.2 s after one warm-up step), `repeats` windows per figure, then `extra` flags.
+fn bench(backends: &str, repeats: u32, extra: &[&str]) -> String {
+    let repeats = repeats.to_string();
+    let mut args = vec![
+        "bench",
+        "--backends",
+        backends,
+        "--image-size",
+        "16",
+        "--batch-size",
+        "4",
+        "--seconds",
+        "0.2",
+        "--repeats",
+        &repeats,
+        "--warmup-steps",
+        "1",
+    ];
+    args.extend_from_slice(extra);
+    succeed(&args)
+}
+
 #[test]
 fn devices_lists_the_cpu_and_says_what_auto_picks() {
     let devices: Value = serde_json::from_str(&succeed(&["devices", "--json"])).unwrap();
@@ -60,26 +83,17 @@ fn bench_measures_every_backend_and_exports_json_markdown_and_charts() {
     let markdown = dir.path().join("bench.md");
     let svg = dir.path().join("bench.svg");
     let list = backends.join(",");
-    let output = succeed(&[
-        "bench",
-        "--backends",
+    let output = bench(
         &list,
-        "--image-size",
-        "16",
-        "--batch-size",
-        "4",
-        "--seconds",
-        "0.2",
-        "--repeats",
-        "2",
-        "--warmup-steps",
-        "1",
-        "--json",
-        "--export-markdown",
-        markdown.to_str().unwrap(),
-        "--chart",
-        svg.to_str().unwrap(),
-    ]);
+        2,
+        &[
+            "--json",
+            "--export-markdown",
+            markdown.to_str().unwrap(),
+            "--chart",
+            svg.to_str().unwrap(),
+        ],
+    );
 
     let report: Value = serde_json::from_str(&output).expect("one JSON object");
     assert_eq!(report["settings"]["image_size"], 16);
@@ -143,23 +157,7 @@ fn bench_measures_every_backend_and_exports_json_markdown_and_charts() {
 fn bench_chart_as_png_and_its_text_report() {
     let dir = tempfile::tempdir().unwrap();
     let png = dir.path().join("bench.png");
-    let text = succeed(&[
-        "bench",
-        "--backends",
-        "flex",
-        "--image-size",
-        "16",
-        "--batch-size",
-        "4",
-        "--seconds",
-        "0.2",
-        "--repeats",
-        "1",
-        "--warmup-steps",
-        "1",
-        "--chart",
-        png.to_str().unwrap(),
-    ]);
+    let text = bench("flex", 1, &["--chart", png.to_str().unwrap()]);
     assert!(text.contains("flex"), "{text}");
     assert!(
         text.contains("The article: CPU ≈ 10, GPU ≈ 1,000 photos/s"),
@@ -186,24 +184,11 @@ fn bench_with_data_times_decoding_the_cache_and_training_as_train_does() {
         "--size",
         "48",
     ]);
-    let report: Value = serde_json::from_str(&succeed(&[
-        "bench",
-        "--backends",
+    let report: Value = serde_json::from_str(&bench(
         "flex",
-        "--data",
-        data.to_str().unwrap(),
-        "--image-size",
-        "16",
-        "--batch-size",
-        "4",
-        "--seconds",
-        "0.2",
-        "--repeats",
-        "2",
-        "--warmup-steps",
-        "1",
-        "--json",
-    ]))
+        2,
+        &["--data", data.to_str().unwrap(), "--json"],
+    ))
     .unwrap();
     let run = &report["runs"][0];
     for figure in ["decode", "cached_batches", "end_to_end_train"] {

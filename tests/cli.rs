@@ -15,20 +15,25 @@ fn path(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
+/// `catdog synth`: `count` generated pictures of `size` px in `cat/` and `dog/` under `out`.
+fn synth(out: &Path, count: u32, size: u32) {
+    assert_success(&catdog(&[
+        "synth",
+        "--out",
+        path(out),
+        "--count",
+        &count.to_string(),
+        "--size",
+        &size.to_string(),
+    ]));
+}
+
 #[test]
 fn synth_then_train_then_predict_with_json() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let model = dir.path().join("model");
-    assert_success(&catdog(&[
-        "synth",
-        "--out",
-        path(&data),
-        "--count",
-        "80",
-        "--size",
-        "32",
-    ]));
+    synth(&data, 80, 32);
     assert_eq!(fs::read_dir(data.join("cat")).unwrap().count(), 40);
 
     let output = catdog(&[
@@ -169,15 +174,7 @@ fn bad_data_folders_are_clear_errors() {
     assert_fails_with(&train(&empty), "no photos found");
 
     let one_class = dir.path().join("one-class");
-    assert_success(&catdog(&[
-        "synth",
-        "--out",
-        path(&one_class),
-        "--count",
-        "4",
-        "--size",
-        "16",
-    ]));
+    synth(&one_class, 4, 16);
     fs::remove_dir_all(one_class.join("dog")).unwrap();
     assert_fails_with(&train(&one_class), "only one class ('cat')");
 
@@ -212,15 +209,7 @@ fn predict_reports_a_bad_photo_and_still_predicts_the_others() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let model = dir.path().join("model");
-    assert_success(&catdog(&[
-        "synth",
-        "--out",
-        path(&data),
-        "--count",
-        "20",
-        "--size",
-        "16",
-    ]));
+    synth(&data, 20, 16);
     assert_success(&catdog(&[
         "train",
         "--data",
@@ -301,15 +290,7 @@ fn real_photos_train_and_predict() {
 fn decoded_photos_are_cached_once_and_read_back_by_later_runs() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    assert_success(&catdog(&[
-        "synth",
-        "--out",
-        path(&data),
-        "--count",
-        "40",
-        "--size",
-        "32",
-    ]));
+    synth(&data, 40, 32);
     let train = |data: &Path, out: &str, cache_home: &Path| {
         command()
             .args([
@@ -355,15 +336,7 @@ fn decoded_photos_are_cached_once_and_read_back_by_later_runs() {
 
     // A read-only photo folder is left alone: the cache goes to the user's cache folder.
     let read_only = dir.path().join("read-only");
-    assert_success(&catdog(&[
-        "synth",
-        "--out",
-        path(&read_only),
-        "--count",
-        "40",
-        "--size",
-        "32",
-    ]));
+    synth(&read_only, 40, 32);
     fs::set_permissions(&read_only, fs::Permissions::from_mode(0o555)).unwrap();
     let third = train(&read_only, "third", &user_cache);
     fs::set_permissions(&read_only, fs::Permissions::from_mode(0o755)).unwrap();
@@ -381,15 +354,7 @@ fn eval_counts_what_predict_says_and_lists_the_mistakes() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let model = dir.path().join("model");
-    assert_success(&catdog(&[
-        "synth",
-        "--out",
-        path(&data),
-        "--count",
-        "60",
-        "--size",
-        "32",
-    ]));
+    synth(&data, 60, 32);
     assert_success(&catdog(&[
         "train",
         "--data",
