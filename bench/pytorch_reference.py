@@ -2,9 +2,10 @@
 """catdog's SmallCnn in PyTorch, timed the way `catdog bench` times it: the yardstick.
 
 The same network (4 x [conv 3x3 pad 1 -> batch norm -> ReLU -> max-pool 2], 32-64-128-128
-channels, global average pool, linear to 2 classes), Adam (lr 1e-3, eps 1e-8), cross-entropy,
-the same image and batch size, and the same method: a few untimed warm-up steps, then the
-median (with min and max) of REPEATS windows of at least SECONDS each. A training step builds
+channels, global average pool, linear to 2 classes), AdamW (lr 1e-3, eps 1e-8, weight decay
+5e-4, catdog's default), cross-entropy, the same image and batch size, and the same method: a
+few untimed warm-up steps, then the median (with min and max) of REPEATS windows of at least
+SECONDS each. A training step builds
 the batch from uint8 pixels (normalised with ImageNet's statistics), runs forward, backward and
 the optimizer step, and reads the loss back (loss.item() waits for the device). An inference
 step reads the class probabilities back. It prints the same JSON fields as `catdog bench
@@ -94,7 +95,7 @@ def bench_device(args, device_name):
         return images, labels[indices.start:indices.stop].to(device)
 
     model = SmallCnn().to(device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3, eps=1e-8)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, eps=1e-8, weight_decay=5e-4)
     loss_fn = nn.CrossEntropyLoss()
     step_count = [0]
 

@@ -17,12 +17,12 @@ fn main() -> anyhow::Result<()> {
         ..TrainOptions::default()
     };
     let report = train(&options, &backend, &mut ())?;
-    let last = report.last_epoch();
+    let kept = report.kept_epoch();
     println!(
         "trained on {}: {:.0} photos/s, validation accuracy {:.1} %",
         backend.device_name,
-        last.train_images_per_sec,
-        last.val_accuracy.unwrap_or_default() * 100.0
+        kept.train_images_per_sec,
+        kept.val_accuracy.unwrap_or_default() * 100.0
     );
 
     let photo = match std::env::args_os().nth(1) {

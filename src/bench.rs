@@ -4,7 +4,7 @@
 //! same image and batch size. After a warm-up (which also lets wgpu compile and autotune its
 //! kernels), each figure is taken over `repeats` timed windows of at least `seconds` each, and
 //! reported as the median with the min and max. A training step is forward, backward and
-//! Adam step, with the loss read back to the host, which waits for the device: the clock
+//! AdamW step (training's default weight decay), with the loss read back to the host, which waits for the device: the clock
 //! stops only when the work is done. An inference step reads the class probabilities back.
 
 use std::path::PathBuf;
@@ -24,9 +24,9 @@ use crate::hardware::{self, CpuInfo, GpuAdapter};
 use crate::images::ImageSet;
 use crate::pixel_cache;
 use crate::synth;
-use crate::train::Trainer;
+use crate::train::{FitSettings, Trainer};
 
-/// Adam's learning rate in the bench: constant, as in the PyTorch reference.
+/// AdamW's learning rate in the bench: constant, as in the PyTorch reference.
 const LEARNING_RATE: f64 = 1e-3;
 
 /// How to measure.
@@ -199,7 +199,12 @@ fn bench_backend(
         .chunks(settings.batch_size)
         .map(<[usize]>::to_vec)
         .collect();
-    let mut trainer = Trainer::new(synth::CLASSES.len(), &backend.device, 7);
+    let mut trainer = Trainer::new(
+        synth::CLASSES.len(),
+        &backend.device,
+        7,
+        FitSettings::default().weight_decay,
+    );
 
     progress.started(backend, "warming up");
     let started = Instant::now();

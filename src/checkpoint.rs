@@ -2,8 +2,9 @@
 //! a crash, losing at most the epoch in progress.
 //!
 //! `DIR/checkpoint/` holds the network and the optimizer state as burnpack files (which keep
-//! the parameter ids that Adam's moments are keyed by) under names unique to the position,
-//! and `state.json`, written last, naming them. Every file is renamed into place when
+//! the parameter ids that AdamW's moments are keyed by) under names unique to the position,
+//! the best epoch's network (the one the run will save), and `state.json`, written last,
+//! naming them. Every file is renamed into place when
 //! complete, so a run killed at any moment leaves the previous checkpoint intact.
 
 use std::fs;
@@ -14,12 +15,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::{ARCHITECTURE, ARCHITECTURE_VERSION};
 use crate::saved_model::write_atomically;
-use crate::train::{EpochStats, FitSettings};
+use crate::train::{BestEpoch, EpochStats, FitSettings, out_of_patience};
 
 pub const CHECKPOINT_DIR: &str = "checkpoint";
 pub const STATE_FILE: &str = "state.json";
 /// Bumped when `state.json` changes incompatibly.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 
 /// What a run was started with: a resumed run must match it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -43,6 +44,8 @@ pub struct Position {
     pub batches_done: usize,
     /// Sum of the per-photo training losses so far in this epoch, for its mean.
     pub loss_sum: f64,
+    /// Training photos classified correctly so far in this epoch.
+    pub correct: usize,
 }
 
 /// `state.json`.
@@ -61,18 +64,33 @@ pub struct CheckpointState {
     pub optimizer_file: String,
     pub optimizer_bytes: u64,
     pub optimizer_crc32: u32,
+    /// The network of the epoch with the best validation accuracy so far.
+    pub best: Option<BestFile>,
+}
+
+/// Where a checkpoint keeps the best epoch's network.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BestFile {
+    pub epoch: usize,
+    pub file: String,
+    pub bytes: u64,
+    pub crc32: u32,
 }
 
 impl CheckpointState {
-    /// True when every epoch is done: there is nothing left to resume.
+    /// True when every epoch is done, or patience ran out: there is nothing left to resume.
     pub fn finished(&self) -> bool {
         self.history.len() >= self.run.fit.epochs
+            || out_of_patience(&self.history, self.run.fit.patience)
     }
 
     /// "epoch 3 of 5, 12 batches in".
     pub fn describe(&self) -> String {
-        if self.finished() {
+        if self.history.len() >= self.run.fit.epochs {
             return format!("all {} epochs done", self.run.fit.epochs);
+        }
+        if self.finished() {
+            return format!("stopped early after epoch {}", self.history.len());
         }
         let mut text = format!("epoch {} of {}", self.position.epoch, self.run.fit.epochs);
         if self.position.batches_done > 0 {
@@ -82,11 +100,13 @@ impl CheckpointState {
     }
 }
 
-/// A checkpoint read back: its state, and the two serialised halves of the trainer.
+/// A checkpoint read back: its state, the two serialised halves of the trainer, and the best
+/// epoch's network.
 pub struct Checkpoint {
     pub state: CheckpointState,
     pub model: Vec<u8>,
     pub optimizer: Vec<u8>,
+    pub best: Option<BestEpoch>,
 }
 
 pub fn dir(out: &Path) -> PathBuf {
@@ -101,6 +121,7 @@ pub fn save(
     history: &[EpochStats],
     model: &[u8],
     optimizer: &[u8],
+    best: Option<&BestEpoch>,
 ) -> Result<()> {
     let dir = dir(out);
     fs::create_dir_all(&dir)
@@ -119,9 +140,22 @@ pub fn save(
         optimizer_file: format!("optimizer-{tag}.bpk"),
         optimizer_bytes: optimizer.len() as u64,
         optimizer_crc32: crc32fast::hash(optimizer),
+        best: best.map(|best| BestFile {
+            epoch: best.epoch,
+            file: format!("best-e{}.bpk", best.epoch),
+            bytes: best.model.len() as u64,
+            crc32: crc32fast::hash(&best.model),
+        }),
     };
     write_atomically(&dir.join(&state.model_file), model)?;
     write_atomically(&dir.join(&state.optimizer_file), optimizer)?;
+    if let (Some(best), Some(file)) = (best, &state.best) {
+        // Unchanged since the checkpoint that wrote it, unless that one was never completed.
+        let path = dir.join(&file.file);
+        if !fs::metadata(&path).is_ok_and(|meta| meta.len() == file.bytes) {
+            write_atomically(&path, &best.model)?;
+        }
+    }
     let mut json = serde_json::to_vec_pretty(&state)?;
     json.push(b'\n');
     write_atomically(&dir.join(STATE_FILE), &json)?;
@@ -129,7 +163,10 @@ pub fn save(
     // The previous checkpoint's files are no longer named by state.json.
     for entry in fs::read_dir(&dir)?.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        if name.ends_with(".bpk") && name != state.model_file && name != state.optimizer_file {
+        let kept = name == state.model_file
+            || name == state.optimizer_file
+            || state.best.as_ref().is_some_and(|best| best.file == name);
+        if name.ends_with(".bpk") && !kept {
             let _ = fs::remove_file(entry.path());
         }
     }
@@ -189,9 +226,17 @@ pub fn load(out: &Path) -> Result<Checkpoint> {
         state.optimizer_bytes,
         state.optimizer_crc32,
     )?;
+    let best = match &state.best {
+        Some(best) => Some(BestEpoch {
+            epoch: best.epoch,
+            model: read(&best.file, best.bytes, best.crc32)?,
+        }),
+        None => None,
+    };
     Ok(Checkpoint {
         state,
         model,
         optimizer,
+        best,
     })
 }

@@ -10,6 +10,7 @@ use crate::backend::{self, Backend, BackendChoice};
 use crate::bench::{self, BenchSettings};
 use crate::chart;
 use crate::checkpoint;
+use crate::contact_sheet;
 use crate::dataset::photos_in;
 use crate::evaluation::evaluate_folder;
 use crate::hardware;
@@ -61,6 +62,7 @@ pub enum Command {
     catdog train\n  \
     catdog train --backend gpu --epochs 10\n  \
     catdog train --data data/dogs-vs-cats --image-size 128 --out models/big\n  \
+    catdog train --data DIR --augment --epochs 30 --batch-size 64 --lr 0.002 --schedule one-cycle\n  \
     catdog train --backend cpu --json\n  \
     catdog train --resume --out models/big     # after Ctrl-C or a crash")]
 pub struct TrainArgs {
@@ -83,12 +85,19 @@ pub struct TrainArgs {
     /// Photos are squashed to this many pixels square [default: 64]
     #[arg(long, value_name = "PX", value_parser = clap::value_parser!(u32).range(16..=1024))]
     pub image_size: Option<u32>,
-    /// Adam's (peak) learning rate [default: 0.001]
+    /// AdamW's (peak) learning rate [default: 0.001]
     #[arg(long, value_name = "F")]
     pub lr: Option<f64>,
     /// How the learning rate changes over the run [default: cosine]
     #[arg(long, value_enum)]
     pub schedule: Option<Schedule>,
+    /// AdamW's weight decay [default: 0.0005]
+    #[arg(long, value_name = "F")]
+    pub weight_decay: Option<f64>,
+    /// Stop once validation accuracy has not improved for N epochs (the best epoch is kept
+    /// either way)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub patience: Option<u32>,
     /// Fraction of each class held back to measure accuracy [default: 0.1]
     #[arg(long, value_name = "F")]
     pub val_split: Option<f64>,
@@ -112,7 +121,8 @@ pub struct TrainArgs {
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
     catdog eval --data ../shared/data/dogs-vs-cats-2k\n  \
-    catdog eval --model models/big --data photos/test --worst 20 --json")]
+    catdog eval --model models/big --data photos/test --worst 20 --json\n  \
+    catdog eval --data photos/test --mistakes mistakes.png")]
 pub struct EvalArgs {
     /// Labelled photos: one sub-folder per class, or Kaggle's `cat.123.jpg` names.
     #[arg(long, value_name = "DIR")]
@@ -126,6 +136,9 @@ pub struct EvalArgs {
     /// How many of the most confidently wrong photos to list.
     #[arg(long, value_name = "N", default_value_t = 10)]
     pub worst: usize,
+    /// Draw those photos, with what the model said, on a contact sheet (PNG).
+    #[arg(long, value_name = "F.png")]
+    pub mistakes: Option<PathBuf>,
     /// Print the whole result as one JSON object.
     #[arg(long)]
     pub json: bool,
@@ -300,8 +313,10 @@ fn new_run_options(args: &TrainArgs) -> TrainOptions {
                 .map_or(defaults.settings.batch_size, |n| n as usize),
             learning_rate: args.lr.unwrap_or(defaults.settings.learning_rate),
             schedule: args.schedule.unwrap_or(defaults.settings.schedule),
+            weight_decay: args.weight_decay.unwrap_or(defaults.settings.weight_decay),
             seed: args.seed.unwrap_or(defaults.settings.seed),
             augment: args.augment,
+            patience: args.patience.map(|n| n as usize),
         },
         out: args.out.clone(),
         resume: false,
@@ -342,6 +357,14 @@ fn resume_options(args: &TrainArgs) -> Result<TrainOptions> {
             "--schedule",
             args.schedule.map(|s| format!("{s:?}")),
             format!("{:?}", settings.schedule),
+        ),
+        differs("--weight-decay", args.weight_decay, settings.weight_decay),
+        differs(
+            "--patience",
+            args.patience.map(|n| n.to_string()),
+            settings
+                .patience
+                .map_or("none".to_string(), |n| n.to_string()),
         ),
         differs("--val-split", args.val_split, options.val_split),
         differs("--seed", args.seed, settings.seed),
@@ -416,11 +439,18 @@ fn run_predict(args: PredictArgs) -> Result<ExitCode> {
 }
 
 fn run_eval(args: EvalArgs) -> Result<ExitCode> {
+    if let Some(sheet) = &args.mistakes {
+        contact_sheet::check_path(sheet)?;
+    }
     let selection = backend::select(args.backend)?;
     let predictor = Predictor::load(&args.model, &selection.backend)?;
     let evaluation = evaluate_folder(&predictor, &args.data, args.worst)?;
     for skip in &evaluation.skipped {
         eprintln!("warning: skipped {}: {}", skip.path.display(), skip.reason);
+    }
+    if let Some(sheet) = &args.mistakes {
+        contact_sheet::write(&evaluation.most_confidently_wrong, sheet)?;
+        eprintln!("Drew the mistakes in {}", sheet.display());
     }
     match args.json {
         true => println!("{}", serde_json::to_string(&evaluation)?),

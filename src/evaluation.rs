@@ -1,6 +1,6 @@
 //! `catdog eval`: how a saved model does on a labelled photo folder, and where it goes wrong.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Result, bail};
 use serde::Serialize;
@@ -28,6 +28,9 @@ pub struct ClassFigures {
 pub struct Mistake {
     /// The photo's path (any bytes that are not UTF-8 replaced, for printing).
     pub path: String,
+    /// The photo's path as it is, to open it.
+    #[serde(skip)]
+    pub source: PathBuf,
     pub label: String,
     pub predicted: String,
     pub probability: f32,
@@ -93,6 +96,7 @@ pub fn evaluate_folder(predictor: &Predictor, data: &Path, worst: usize) -> Resu
             if predicted != label {
                 mistakes.push(Mistake {
                     path: paths[i].to_string_lossy().into_owned(),
+                    source: paths[i].to_path_buf(),
                     label: classes[label].clone(),
                     predicted: classes[predicted].clone(),
                     probability,

@@ -7,7 +7,7 @@
 //! [`model`] is the network → [`train`] the training loop, which saves a [`checkpoint`] after
 //! every epoch and stops cleanly on Ctrl-C ([`interrupt`]) → [`saved_model`] the model
 //! folder, claimed by [`out_folder`] → [`predict`] prediction, and [`evaluation`] of a
-//! model on labelled photos.
+//! model on labelled photos, its mistakes drawn on a [`contact_sheet`].
 //! [`backend`] chooses where the work runs, from what [`hardware`] finds; [`synth`] draws the
 //! built-in dataset; [`bench`] measures the backends side by side; [`progress`], [`report`] and
 //! [`chart`] talk to people; [`cli`] is the command line.
@@ -19,6 +19,7 @@ pub mod bench;
 pub mod chart;
 pub mod checkpoint;
 pub mod cli;
+pub mod contact_sheet;
 pub mod dataset;
 pub mod decode;
 pub mod evaluation;

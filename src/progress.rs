@@ -93,8 +93,13 @@ impl TrainProgress for TerminalProgress {
             _ => String::new(),
         };
         eprintln!(
-            "epoch {}/{epochs}: train loss {:.3}{validation}, {:.0} photos/s ({:.1} s)",
-            stats.epoch, stats.train_loss, stats.train_images_per_sec, stats.train_seconds
+            "epoch {}/{epochs}: train loss {:.3}, accuracy {:.1} %{validation}, \
+             {:.0} photos/s ({:.1} s)",
+            stats.epoch,
+            stats.train_loss,
+            stats.train_accuracy * 100.0,
+            stats.train_images_per_sec,
+            stats.train_seconds
         );
     }
 }

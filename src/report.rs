@@ -14,8 +14,8 @@ use crate::train::TrainReport;
 
 /// The human summary of a training run.
 pub fn train_summary(report: &TrainReport) -> String {
-    let last = report.last_epoch();
-    let accuracy = last
+    let kept = report.kept_epoch();
+    let accuracy = kept
         .val_accuracy
         .map(|a| {
             format!(
@@ -33,9 +33,14 @@ pub fn train_summary(report: &TrainReport) -> String {
         .decode_images_per_sec
         .map(|rate| format!("Decoding ran at {rate:.0} photos/s.\n"))
         .unwrap_or_default();
+    let which = if kept.epoch == report.epochs.len() {
+        "Last epoch".to_string()
+    } else {
+        format!("Kept epoch {} (the best on validation)", kept.epoch)
+    };
     format!(
         "Trained on {} photos of {} from {}{skipped}, {} epochs, backend {} on {}.\n\
-         {decode}Last epoch: {:.1} photos/s{accuracy}.\n\
+         {decode}{which}: {:.1} photos/s{accuracy}.\n\
          Model saved in {}; try: catdog predict --model {} PHOTO",
         report.train_images,
         report.classes.join(" and "),
@@ -43,7 +48,7 @@ pub fn train_summary(report: &TrainReport) -> String {
         report.epochs.len(),
         report.backend.kind,
         report.backend.device_name,
-        last.train_images_per_sec,
+        kept.train_images_per_sec,
         report.model_dir.display(),
         report.model_dir.display(),
     )
@@ -51,15 +56,16 @@ pub fn train_summary(report: &TrainReport) -> String {
 
 /// The machine-readable report of a training run.
 pub fn train_json(report: &TrainReport) -> Value {
-    let last = report.last_epoch();
+    let kept = report.kept_epoch();
     json!({
         "backend": report.backend.kind,
         "device": report.backend.device_name,
         "epochs": report.epochs.len(),
-        "train_images_per_sec": last.train_images_per_sec,
-        "val_accuracy": last.val_accuracy,
-        "val_loss": last.val_loss,
-        "train_loss": last.train_loss,
+        "kept_epoch": kept.epoch,
+        "train_images_per_sec": kept.train_images_per_sec,
+        "val_accuracy": kept.val_accuracy,
+        "val_loss": kept.val_loss,
+        "train_loss": kept.train_loss,
         "model": lossy(&report.model_dir),
         "data": report.data,
         "classes": report.classes,

@@ -35,8 +35,10 @@ pub struct ModelInfo {
     /// Photos are squashed to this many pixels square.
     pub image_size: u32,
     pub normalization: Normalization,
+    /// Epochs of training behind these weights: the run's best epoch (see
+    /// [`crate::train::kept_epoch`]).
     pub epochs: usize,
-    /// Accuracy on the held-out photos after the last epoch; absent without validation.
+    /// Accuracy of these weights on the held-out photos; absent without validation.
     pub val_accuracy: Option<f64>,
     /// Where it was trained, and how fast.
     pub backend: BackendKind,

@@ -1,8 +1,9 @@
 //! Training: from a folder of photos (or generated pictures) to a saved model.
 //!
 //! [`train`] is the whole `catdog train` command: find and split the photos, decode them,
-//! run [`fit`] (the training loop), save. [`fit`] is the loop itself: Adam, cross-entropy,
-//! validation after every epoch, and photos per second measured over each epoch's wall time.
+//! run [`fit`] (the training loop), save. [`fit`] is the loop itself: AdamW, cross-entropy,
+//! validation after every epoch, the best epoch's network kept, and photos per second measured
+//! over each epoch's wall time.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -10,13 +11,14 @@ use std::time::Instant;
 use anyhow::{Context, Result, anyhow, bail};
 use burn::module::Module;
 use burn::nn::loss::{CrossEntropyLoss, CrossEntropyLossConfig};
-use burn::optim::{AdamConfig, GradientsParams, ModuleOptimizer};
+use burn::optim::{AdamWConfig, GradientsParams, ModuleOptimizer};
 use burn::store::{BurnpackStore, ModuleSnapshot};
 use burn::tensor::{Bytes, Device};
 use serde::{Deserialize, Serialize};
 
 use crate::backend::Backend;
 use crate::batch::{AugmentEpoch, HostBatch, Normalization, batch_indices, prefetch};
+use crate::chart::{self, Curves};
 use crate::checkpoint::{self, Checkpoint, Position, RunSettings};
 use crate::dataset::{Dataset, generated_fingerprint, stratified_split};
 use crate::decode::Skipped;
@@ -27,6 +29,9 @@ use crate::out_folder::OutFolder;
 use crate::pixel_cache::{self, Source};
 use crate::saved_model::{self, ModelInfo};
 use crate::synth;
+
+/// The picture of the run's loss and accuracy per epoch, written beside the model.
+pub const CURVES_FILE: &str = "curves.svg";
 
 /// What `catdog train` is asked to do.
 #[derive(Clone, Debug)]
@@ -81,11 +86,15 @@ pub struct FitSettings {
     /// The peak learning rate.
     pub learning_rate: f64,
     pub schedule: Schedule,
+    /// AdamW's decoupled weight decay: every step shrinks each weight by learning rate × this.
+    pub weight_decay: f64,
     /// Seeds the weights' initialisation, the validation split, the shuffling and the
     /// augmentation.
     pub seed: u64,
     /// Flip, crop and colour-jitter the training pictures ([`crate::augment`]).
     pub augment: bool,
+    /// Stop early once validation accuracy has not improved for this many epochs.
+    pub patience: Option<usize>,
 }
 
 impl Default for FitSettings {
@@ -95,8 +104,10 @@ impl Default for FitSettings {
             batch_size: 32,
             learning_rate: 1e-3,
             schedule: Schedule::Cosine,
+            weight_decay: 5e-4,
             seed: 42,
             augment: false,
+            patience: None,
         }
     }
 }
@@ -108,6 +119,9 @@ pub enum Schedule {
     /// Warm up linearly over the first 5 % of steps, then decay to zero along a cosine.
     #[default]
     Cosine,
+    /// PyTorch's OneCycleLR: from peak/25 up to the peak along a cosine over the first 30 % of
+    /// steps, then down to peak/250,000 along a cosine.
+    OneCycle,
     /// The same learning rate throughout.
     Constant,
 }
@@ -123,11 +137,61 @@ impl Schedule {
                     peak * (step + 1) as f64 / warmup as f64
                 } else {
                     let progress = (step - warmup) as f64 / (total - warmup).max(1) as f64;
-                    peak * 0.5 * (1.0 + (std::f64::consts::PI * progress).cos())
+                    cosine_between(peak, 0.0, progress)
+                }
+            }
+            Schedule::OneCycle => {
+                let start = peak / 25.0;
+                let end = start / 1e4;
+                // The last step of the rise, as OneCycleLR counts it.
+                let peak_step = (0.3 * total as f64 - 1.0).max(1.0);
+                let step = step as f64;
+                if step <= peak_step {
+                    cosine_between(start, peak, step / peak_step)
+                } else {
+                    let fall = (total as f64 - 1.0 - peak_step).max(1.0);
+                    cosine_between(peak, end, ((step - peak_step) / fall).min(1.0))
                 }
             }
         }
     }
+}
+
+/// `from` at `progress` 0, `to` at 1, along half a cosine.
+fn cosine_between(from: f64, to: f64, progress: f64) -> f64 {
+    to + (from - to) * 0.5 * (1.0 + (std::f64::consts::PI * progress).cos())
+}
+
+/// The epoch with the best validation accuracy, if any was validated; between equal
+/// accuracies, the lower validation loss, then the earlier epoch.
+pub fn best_epoch(history: &[EpochStats]) -> Option<usize> {
+    let better = |a: &EpochStats, b: &EpochStats| {
+        (a.val_accuracy, -a.val_loss.unwrap_or(f64::INFINITY))
+            > (b.val_accuracy, -b.val_loss.unwrap_or(f64::INFINITY))
+    };
+    history
+        .iter()
+        .filter(|stats| stats.val_accuracy.is_some())
+        .fold(None, |best: Option<&EpochStats>, stats| match best {
+            Some(best) if !better(stats, best) => Some(best),
+            _ => Some(stats),
+        })
+        .map(|stats| stats.epoch)
+}
+
+/// True when `patience` epochs have passed since the best one: time to stop early.
+pub fn out_of_patience(history: &[EpochStats], patience: Option<usize>) -> bool {
+    match (patience, best_epoch(history), history.last()) {
+        (Some(patience), Some(best), Some(last)) => last.epoch - best >= patience,
+        _ => false,
+    }
+}
+
+/// The network of the best epoch so far, serialised as a checkpoint keeps it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BestEpoch {
+    pub epoch: usize,
+    pub model: Vec<u8>,
 }
 
 /// How one epoch went.
@@ -136,6 +200,9 @@ pub struct EpochStats {
     /// Counted from 1.
     pub epoch: usize,
     pub train_loss: f64,
+    /// Share of the training photos (augmented, when augmenting) the network got right while
+    /// it learned from them: a running figure over the epoch, as PyTorch scripts report it.
+    pub train_accuracy: f64,
     pub val_loss: Option<f64>,
     pub val_accuracy: Option<f64>,
     /// Training photos per wall-clock second over the whole epoch: batching, copying to the
@@ -161,11 +228,17 @@ pub struct TrainReport {
 }
 
 impl TrainReport {
-    pub fn last_epoch(&self) -> &EpochStats {
-        self.epochs
-            .last()
-            .expect("training runs at least one epoch")
+    /// The epoch whose network was saved: see [`kept_epoch`].
+    pub fn kept_epoch(&self) -> &EpochStats {
+        kept_epoch(&self.epochs)
     }
+}
+
+/// The epoch whose network a run saves: the best validated one, or the last without
+/// validation.
+pub fn kept_epoch(history: &[EpochStats]) -> &EpochStats {
+    let last = history.last().expect("training runs at least one epoch");
+    best_epoch(history).map_or(last, |best| &history[best - 1])
 }
 
 /// Hears how training goes, to draw it for a person. Every method does nothing by default,
@@ -258,11 +331,21 @@ pub fn train(
         check_same_run(&start.state.run, &run, &options.out)?;
     }
     let normalization = Normalization::default();
-    let mut save_checkpoint =
-        |trainer: &Trainer, position: &Position, history: &[EpochStats]| -> Result<()> {
-            let (model, optimizer) = trainer.to_bytes()?;
-            checkpoint::save(&options.out, &run, position, history, &model, &optimizer)
-        };
+    let mut save_checkpoint = |trainer: &Trainer,
+                               position: &Position,
+                               history: &[EpochStats],
+                               best: Option<&BestEpoch>| {
+        let (model, optimizer) = trainer.to_bytes()?;
+        checkpoint::save(
+            &options.out,
+            &run,
+            position,
+            history,
+            &model,
+            &optimizer,
+            best,
+        )
+    };
     let outcome = fit_from(
         &data.train,
         &data.val,
@@ -291,7 +374,7 @@ pub fn train(
         }
     };
 
-    let last = epochs.last().expect("fit runs at least one epoch");
+    let kept = kept_epoch(&epochs);
     let info = ModelInfo {
         format_version: saved_model::FORMAT_VERSION,
         catdog_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -300,15 +383,23 @@ pub fn train(
         classes: data.classes.clone(),
         image_size: options.image_size,
         normalization,
-        epochs: epochs.len(),
-        val_accuracy: last.val_accuracy,
+        epochs: kept.epoch,
+        val_accuracy: kept.val_accuracy,
         backend: backend.kind,
         device: backend.device_name.clone(),
-        train_images_per_sec: last.train_images_per_sec,
+        train_images_per_sec: kept.train_images_per_sec,
         weights_bytes: 0,
         weights_crc32: 0,
     };
     saved_model::save(&options.out, &model, &info)?;
+    let curves = options.out.join(CURVES_FILE);
+    let picture = Curves {
+        history: &epochs,
+        kept_epoch: kept.epoch,
+    };
+    if let Err(err) = chart::write(&picture, &curves) {
+        progress.note(&format!("could not draw {}: {err:#}", curves.display()));
+    }
 
     Ok(TrainReport {
         backend: backend.clone(),
@@ -324,7 +415,7 @@ pub fn train(
 }
 
 /// Disk space a run needs in its model folder: the model, and a checkpoint (network and
-/// Adam's two moments) twice over while the next one replaces it, plus slack for the
+/// AdamW's two moments) twice over while the next one replaces it, plus slack for the
 /// descriptions.
 fn room_needed(backend: &Backend) -> u64 {
     let parameters = SmallCnn::new(2, &backend.device).num_params() as u64;
@@ -480,7 +571,8 @@ pub fn fit(
     device: &Device,
     progress: &mut dyn TrainProgress,
 ) -> Result<(SmallCnn, Vec<EpochStats>)> {
-    let no_checkpoints = &mut |_: &Trainer, _: &Position, _: &[EpochStats]| Ok(());
+    let no_checkpoints =
+        &mut |_: &Trainer, _: &Position, _: &[EpochStats], _: Option<&BestEpoch>| Ok(());
     match fit_from(
         train,
         val,
@@ -499,6 +591,7 @@ pub fn fit(
 
 /// How [`fit_from`] ended.
 pub enum FitOutcome {
+    /// Every epoch ran, or patience ran out; `model` is the best epoch's network.
     Finished {
         model: SmallCnn,
         history: Vec<EpochStats>,
@@ -507,8 +600,10 @@ pub enum FitOutcome {
     Stopped { by: Interrupt, position: String },
 }
 
-/// Saves a checkpoint of the trainer at a position, with the epochs finished so far.
-pub type SaveCheckpoint<'a> = dyn FnMut(&Trainer, &Position, &[EpochStats]) -> Result<()> + 'a;
+/// Saves a checkpoint of the trainer at a position, with the epochs finished so far and the
+/// best epoch's network.
+pub type SaveCheckpoint<'a> =
+    dyn FnMut(&Trainer, &Position, &[EpochStats], Option<&BestEpoch>) -> Result<()> + 'a;
 
 /// [`fit`], starting from a checkpoint when there is one, calling `save_checkpoint` after
 /// every epoch and when Ctrl-C or SIGTERM asks it to stop (after the batch in progress).
@@ -529,24 +624,32 @@ pub fn fit_from(
     if train.is_empty() {
         bail!("no training photos");
     }
-    let (mut trainer, mut position, mut history) = match start {
+    let (mut trainer, mut position, mut history, mut best) = match start {
         Some(start) => (
-            Trainer::restore(classes, device, start.model, start.optimizer)?,
+            Trainer::restore(
+                classes,
+                device,
+                start.model,
+                start.optimizer,
+                settings.weight_decay,
+            )?,
             start.state.position,
             start.state.history,
+            start.best,
         ),
         None => (
-            Trainer::new(classes, device, settings.seed),
+            Trainer::new(classes, device, settings.seed, settings.weight_decay),
             Position {
                 epoch: 1,
                 ..Position::default()
             },
             Vec::new(),
+            None,
         ),
     };
     let steps_per_epoch = train.len().div_ceil(settings.batch_size);
     let total_steps = steps_per_epoch * settings.epochs;
-    while position.epoch <= settings.epochs {
+    while position.epoch <= settings.epochs && !out_of_patience(&history, settings.patience) {
         let epoch = position.epoch;
         let batches = batch_indices(
             train.len(),
@@ -571,7 +674,7 @@ pub fn fit_from(
                     settings
                         .schedule
                         .learning_rate(settings.learning_rate, step, total_steps);
-                let loss = trainer.step(batch, learning_rate);
+                let Step { loss, correct } = trainer.step(batch, learning_rate);
                 if !loss.is_finite() {
                     bail!(
                         "the loss became {loss} in epoch {epoch}: training diverged; \
@@ -580,11 +683,12 @@ pub fn fit_from(
                     );
                 }
                 position.loss_sum += loss * photos as f64;
+                position.correct += correct;
                 position.batches_done = i + 1;
                 images_this_session += photos;
                 progress.batch_finished(photos, loss);
                 if let Some(by) = interrupt::requested() {
-                    save_checkpoint(&trainer, &position, &history)?;
+                    save_checkpoint(&trainer, &position, &history, best.as_ref())?;
                     return Ok(Some(FitOutcome::Stopped {
                         by,
                         position: format!(
@@ -619,6 +723,7 @@ pub fn fit_from(
         let stats = EpochStats {
             epoch,
             train_loss: position.loss_sum / train.len() as f64,
+            train_accuracy: position.correct as f64 / train.len() as f64,
             val_loss,
             val_accuracy,
             train_images_per_sec: images_this_session as f64 / seconds,
@@ -626,11 +731,25 @@ pub fn fit_from(
         };
         progress.epoch_finished(&stats, settings.epochs);
         history.push(stats);
+        if best_epoch(&history) == Some(epoch) {
+            best = Some(BestEpoch {
+                epoch,
+                model: trainer.to_bytes()?.0,
+            });
+        }
         position = Position {
             epoch: epoch + 1,
             ..Position::default()
         };
-        save_checkpoint(&trainer, &position, &history)?;
+        save_checkpoint(&trainer, &position, &history, best.as_ref())?;
+        if epoch < settings.epochs && out_of_patience(&history, settings.patience) {
+            progress.note(&format!(
+                "Validation accuracy has not improved for {} epochs: stopping early; \
+                 keeping epoch {}.",
+                epoch - kept_epoch(&history).epoch,
+                kept_epoch(&history).epoch
+            ));
+        }
         if let Some(by) = interrupt::requested() {
             return Ok(FitOutcome::Stopped {
                 by,
@@ -638,13 +757,14 @@ pub fn fit_from(
             });
         }
     }
-    Ok(FitOutcome::Finished {
-        model: trainer.model().valid(),
-        history,
-    })
+    let model = match best {
+        Some(best) => network_from_bytes(classes, device, best.model)?,
+        None => trainer.model().valid(),
+    };
+    Ok(FitOutcome::Finished { model, history })
 }
 
-/// A network being trained with Adam on cross-entropy: one [`step`](Self::step) is one batch.
+/// A network being trained with AdamW on cross-entropy: one [`step`](Self::step) is one batch.
 pub struct Trainer {
     /// Always `Some` between steps; taken while the optimizer replaces it, so that the old
     /// weights have a single owner and can be updated in place.
@@ -656,42 +776,33 @@ pub struct Trainer {
 }
 
 impl Trainer {
-    /// A freshly initialised network on `device`, its weights drawn from `seed`.
-    pub fn new(classes: usize, device: &Device, seed: u64) -> Trainer {
+    /// A freshly initialised network on `device`, its weights drawn from `seed`, trained with
+    /// AdamW's `weight_decay`.
+    pub fn new(classes: usize, device: &Device, seed: u64, weight_decay: f64) -> Trainer {
         let device = device.clone().autodiff();
         device.seed(seed);
         Trainer {
             model: Some(SmallCnn::new(classes, &device)),
-            optimizer: adam(),
+            optimizer: adamw(weight_decay),
             loss: CrossEntropyLossConfig::new().init(&device),
             device,
         }
     }
 
     /// A trainer continuing from [`to_bytes`](Self::to_bytes)'s output: the network with its
-    /// parameter ids, and Adam's moments keyed by them.
+    /// parameter ids, and AdamW's moments keyed by them.
     pub fn restore(
         classes: usize,
         device: &Device,
         model: Vec<u8>,
         optimizer: Vec<u8>,
+        weight_decay: f64,
     ) -> Result<Trainer> {
         let device = device.clone().autodiff();
-        let mut network = SmallCnn::new(classes, &device);
-        let mut store = BurnpackStore::from_bytes(Some(Bytes::from_bytes_vec(model)));
-        let applied = network
-            .load_from(&mut store)
-            .map_err(|err| anyhow!("the checkpoint's network cannot be read: {err}"))?;
-        if !applied.errors.is_empty() || !applied.missing.is_empty() {
-            bail!(
-                "the checkpoint's network does not fit a {ARCHITECTURE} for {classes} classes                  ({} errors, {} missing tensors)",
-                applied.errors.len(),
-                applied.missing.len()
-            );
-        }
-        // Adam's state is read onto burn's default device and moves to the parameters'
+        let network = network_from_bytes(classes, &device, model)?;
+        // AdamW's state is read onto burn's default device and moves to the parameters'
         // device at the next step.
-        let optimizer = adam()
+        let optimizer = adamw(weight_decay)
             .from_bytes(Bytes::from_bytes_vec(optimizer))
             .map_err(|err| anyhow!("the checkpoint's optimizer state cannot be read: {err}"))?;
         Ok(Trainer {
@@ -729,25 +840,67 @@ impl Trainer {
             .expect("the model is back after every step")
     }
 
-    /// Forward, backward and Adam step on the images at `indices`; returns the batch's mean
-    /// loss, read back from the device (which waits for the forward pass to finish).
-    pub fn step(&mut self, batch: HostBatch, learning_rate: f64) -> f64 {
+    /// Forward, backward and AdamW step on a batch; returns its mean loss and how many photos
+    /// the forward pass got right, read back from the device (which waits for the forward
+    /// pass to finish).
+    pub fn step(&mut self, batch: HostBatch, learning_rate: f64) -> Step {
+        let expected = batch.labels.clone();
         let (inputs, labels) = batch.to_device(&self.device);
         let model = self
             .model
             .take()
             .expect("the model is back after every step");
-        let loss = self.loss.forward(model.forward(inputs), labels);
+        let logits = model.forward(inputs);
+        let predicted = logits.clone().argmax(1);
+        let loss = self.loss.forward(logits, labels);
         let loss_value = loss.clone().into_scalar::<f32>() as f64;
+        let correct = predicted
+            .into_data()
+            .iter::<i64>()
+            .zip(&expected)
+            .filter(|(predicted, expected)| predicted == *expected)
+            .count();
         let grads = GradientsParams::from_grads(loss.backward(), &model);
         self.model = Some(self.optimizer.step(learning_rate, model, grads));
-        loss_value
+        Step {
+            loss: loss_value,
+            correct,
+        }
     }
 }
 
-/// Adam with PyTorch's epsilon, so that the two are compared on the same optimizer.
-fn adam() -> ModuleOptimizer {
-    AdamConfig::new().with_epsilon(1e-8).init()
+/// What one training step reports.
+pub struct Step {
+    /// The batch's mean cross-entropy.
+    pub loss: f64,
+    /// Photos of the batch the network classified correctly before the step.
+    pub correct: usize,
+}
+
+/// A network read from [`Trainer::to_bytes`]'s output onto `device`.
+fn network_from_bytes(classes: usize, device: &Device, bytes: Vec<u8>) -> Result<SmallCnn> {
+    let mut network = SmallCnn::new(classes, device);
+    let mut store = BurnpackStore::from_bytes(Some(Bytes::from_bytes_vec(bytes)));
+    let applied = network
+        .load_from(&mut store)
+        .map_err(|err| anyhow!("the checkpoint's network cannot be read: {err}"))?;
+    if !applied.errors.is_empty() || !applied.missing.is_empty() {
+        bail!(
+            "the checkpoint's network does not fit a {ARCHITECTURE} for {classes} classes \
+             ({} errors, {} missing tensors)",
+            applied.errors.len(),
+            applied.missing.len()
+        );
+    }
+    Ok(network)
+}
+
+/// AdamW with PyTorch's epsilon, so that the two are compared on the same optimizer.
+fn adamw(weight_decay: f64) -> ModuleOptimizer {
+    AdamWConfig::new()
+        .with_epsilon(1e-8)
+        .with_weight_decay(weight_decay as f32)
+        .init()
 }
 
 /// Mean cross-entropy and accuracy of `model` on `set`.
@@ -777,4 +930,56 @@ pub fn evaluate(
         loss_sum / set.len() as f64,
         correct as f64 / set.len() as f64,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_cycle_rises_to_the_peak_at_30_percent_then_falls_as_pytorch_does() {
+        let (peak, total) = (2e-3, 1000);
+        let rate = |step| Schedule::OneCycle.learning_rate(peak, step, total);
+        assert!((rate(0) - peak / 25.0).abs() < 1e-12);
+        assert!((rate(299) - peak).abs() < 1e-12, "the peak is at step 299");
+        assert!((rate(total - 1) - peak / 25.0 / 1e4).abs() < 1e-12);
+        let rates: Vec<f64> = (0..total).map(rate).collect();
+        assert!(rates[..300].windows(2).all(|w| w[0] < w[1]));
+        assert!(rates[299..].windows(2).all(|w| w[0] > w[1]));
+        // Half-way down the cosine, half-way between the peak and the end.
+        let middle = 299 + (total - 1 - 299) / 2;
+        assert!((rate(middle) - (peak + peak / 25.0 / 1e4) / 2.0).abs() < 1e-9);
+    }
+
+    fn epoch(epoch: usize, val: Option<(f64, f64)>) -> EpochStats {
+        EpochStats {
+            epoch,
+            train_loss: 0.5,
+            train_accuracy: 0.8,
+            val_loss: val.map(|(loss, _)| loss),
+            val_accuracy: val.map(|(_, accuracy)| accuracy),
+            train_images_per_sec: 1.0,
+            train_seconds: 1.0,
+        }
+    }
+
+    #[test]
+    fn the_best_epoch_has_the_best_accuracy_then_the_lowest_loss() {
+        let history = [
+            epoch(1, Some((0.6, 0.70))),
+            epoch(2, Some((0.5, 0.80))),
+            epoch(3, Some((0.4, 0.80))),
+            epoch(4, Some((0.3, 0.75))),
+        ];
+        assert_eq!(best_epoch(&history), Some(3));
+        assert_eq!(kept_epoch(&history).epoch, 3);
+        assert!(!out_of_patience(&history, Some(2)));
+        assert!(out_of_patience(&history, Some(1)));
+        assert!(!out_of_patience(&history, None));
+
+        let unvalidated = [epoch(1, None), epoch(2, None)];
+        assert_eq!(best_epoch(&unvalidated), None);
+        assert_eq!(kept_epoch(&unvalidated).epoch, 2, "the last epoch is kept");
+        assert!(!out_of_patience(&unvalidated, Some(1)));
+    }
 }

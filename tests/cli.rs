@@ -73,7 +73,22 @@ fn synth_then_train_then_predict_with_json() {
     assert_eq!(info["classes"], serde_json::json!(["cat", "dog"]));
     assert_eq!(info["image_size"], 32);
     assert_eq!(info["val_accuracy"], report["val_accuracy"]);
+    assert_eq!(
+        info["epochs"], report["kept_epoch"],
+        "the kept epoch is saved"
+    );
+    let kept = report["kept_epoch"].as_u64().unwrap() as usize;
+    let per_epoch = report["per_epoch"].as_array().unwrap();
+    assert!(
+        per_epoch
+            .iter()
+            .all(|e| e["val_accuracy"].as_f64() <= report["val_accuracy"].as_f64()),
+        "epoch {kept} is the best: {per_epoch:?}"
+    );
     assert!(model.join("model.safetensors").is_file());
+    let curves = fs::read_to_string(model.join("curves.svg")).unwrap();
+    assert!(curves.starts_with("<svg") && curves.trim_end().ends_with("</svg>"));
+    assert!(curves.contains("Accuracy") && curves.contains("validation"));
 
     // A whole folder, as JSON lines.
     let output = catdog(&[
@@ -428,7 +443,8 @@ fn eval_counts_what_predict_says_and_lists_the_mistakes() {
         );
     }
 
-    let text = stdout(&catdog(&[
+    let sheet = dir.path().join("mistakes.png");
+    let output = catdog(&[
         "eval",
         "--model",
         path(&model),
@@ -436,7 +452,27 @@ fn eval_counts_what_predict_says_and_lists_the_mistakes() {
         path(&data),
         "--backend",
         "flex",
-    ]));
+        "--mistakes",
+        path(&sheet),
+    ]);
+    assert_success(&output);
+    let text = stdout(&output);
     assert!(text.starts_with("accuracy "), "{text}");
     assert!(text.contains("confusion matrix"), "{text}");
+    let picture = image::open(&sheet).expect("the contact sheet is a PNG");
+    assert!(picture.width() >= 160 && picture.height() >= 160);
+
+    let not_png = dir.path().join("mistakes.jpg");
+    let output = catdog(&[
+        "eval",
+        "--model",
+        path(&model),
+        "--data",
+        path(&data),
+        "--mistakes",
+        path(&not_png),
+    ]);
+    assert_fails_with(&output, "must end in .png");
+    assert!(stderr(&output).contains(path(&not_png)));
+    assert!(!not_png.exists());
 }

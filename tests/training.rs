@@ -9,7 +9,7 @@ use catdog::images::ImageSet;
 use catdog::predict::{Predictor, class_probabilities};
 use catdog::saved_model::{self, ModelInfo};
 use catdog::synth;
-use catdog::train::{EpochStats, FitSettings, fit};
+use catdog::train::{EpochStats, FitSettings, Schedule, best_epoch, evaluate, fit};
 
 /// Generated pictures split 90/10.
 fn generated(count: usize, size: u32, seed: u64) -> (ImageSet, ImageSet) {
@@ -169,4 +169,69 @@ fn a_saved_model_predicts_the_same_on_every_backend() {
             }
         }
     }
+}
+
+/// The training pictures again, every label swapped: the better the network learns its
+/// training set, the worse it does on these, so later epochs validate worse than earlier ones.
+fn swapped_labels(set: &ImageSet) -> ImageSet {
+    let mut swapped = ImageSet::new(set.size());
+    for i in 0..set.len() {
+        swapped.push(set.image(i), 1 - set.labels()[i]);
+    }
+    swapped
+}
+
+fn fit_against_swapped_labels(epochs: usize, patience: Option<usize>) -> (f64, Vec<EpochStats>) {
+    let (train, _) = generated(400, 32, 5);
+    let val = swapped_labels(&train.select(&(0..100).collect::<Vec<_>>()));
+    let settings = FitSettings {
+        epochs,
+        learning_rate: 3e-3,
+        schedule: Schedule::Constant,
+        seed: 5,
+        patience,
+        ..FitSettings::default()
+    };
+    let backend = cpu_backend(BackendKind::Flex);
+    let normalization = Normalization::default();
+    let (model, history) = fit(
+        &train,
+        &val,
+        2,
+        &settings,
+        &normalization,
+        &backend.device,
+        &mut (),
+    )
+    .unwrap();
+    let (_, accuracy) = evaluate(&model, &val, &normalization, &backend.device, 32);
+    (accuracy, history)
+}
+
+#[test]
+fn the_best_epoch_is_kept_when_later_ones_are_worse() {
+    let (accuracy, history) = fit_against_swapped_labels(4, None);
+    let best = best_epoch(&history).unwrap();
+    let best_accuracy = history[best - 1].val_accuracy.unwrap();
+    let last_accuracy = history.last().unwrap().val_accuracy.unwrap();
+    assert!(
+        last_accuracy < best_accuracy,
+        "the run was meant to end worse than its best epoch: {history:#?}"
+    );
+    assert_eq!(
+        accuracy, best_accuracy,
+        "the returned network is epoch {best}'s, not the last one's: {history:#?}"
+    );
+}
+
+#[test]
+fn patience_stops_the_run_after_that_many_epochs_without_progress() {
+    let (accuracy, history) = fit_against_swapped_labels(8, Some(2));
+    let best = best_epoch(&history).unwrap();
+    assert!(
+        history.len() < 8,
+        "the run did not stop early: {history:#?}"
+    );
+    assert_eq!(history.len(), best + 2, "{history:#?}");
+    assert_eq!(accuracy, history[best - 1].val_accuracy.unwrap());
 }
