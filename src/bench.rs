@@ -247,6 +247,7 @@ fn bench_backend(
             pictures.size(),
             &normalization,
             &backend.device,
+            false,
         );
         Ok(indices.len())
     })?;

@@ -12,7 +12,7 @@ use crate::chart;
 use crate::checkpoint;
 use crate::contact_sheet;
 use crate::dataset::photos_in;
-use crate::evaluation::evaluate_folder;
+use crate::evaluation::{Photos, evaluate_folder};
 use crate::hardware;
 use crate::interrupt;
 use crate::predict::Predictor;
@@ -122,7 +122,8 @@ pub struct TrainArgs {
 #[command(after_help = "Examples:\n  \
     catdog eval --data ../shared/data/dogs-vs-cats-2k\n  \
     catdog eval --model models/big --data photos/test --worst 20 --json\n  \
-    catdog eval --data photos/test --mistakes mistakes.png")]
+    catdog eval --data photos/test --mistakes mistakes.png\n  \
+    catdog eval --data photos --held-out --flip   # the photos `train --data photos` held out")]
 pub struct EvalArgs {
     /// Labelled photos: one sub-folder per class, or Kaggle's `cat.123.jpg` names.
     #[arg(long, value_name = "DIR")]
@@ -139,6 +140,19 @@ pub struct EvalArgs {
     /// Draw those photos, with what the model said, on a contact sheet (PNG).
     #[arg(long, value_name = "F.png")]
     pub mistakes: Option<PathBuf>,
+    /// Evaluate only the photos that `catdog train --data DIR` held out for validation
+    /// (with the same --val-split and --seed), not the ones it learned from.
+    #[arg(long)]
+    pub held_out: bool,
+    /// The --val-split the model was trained with [default: 0.1]
+    #[arg(long, value_name = "F", requires = "held_out")]
+    pub val_split: Option<f64>,
+    /// The --seed the model was trained with [default: 42]
+    #[arg(long, requires = "held_out")]
+    pub seed: Option<u64>,
+    /// Average each photo's prediction with its mirror image's (twice the work).
+    #[arg(long)]
+    pub flip: bool,
     /// Print the whole result as one JSON object.
     #[arg(long)]
     pub json: bool,
@@ -159,6 +173,9 @@ pub struct PredictArgs {
     /// Where to compute; any backend runs a model trained on any other.
     #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
     pub backend: BackendChoice,
+    /// Average each photo's prediction with its mirror image's (twice the work).
+    #[arg(long)]
+    pub flip: bool,
     /// Print one JSON object per photo.
     #[arg(long)]
     pub json: bool,
@@ -410,7 +427,7 @@ fn run_predict(args: PredictArgs) -> Result<ExitCode> {
         }
     }
     let selection = backend::select(args.backend)?;
-    let predictor = Predictor::load(&args.model, &selection.backend)?;
+    let predictor = Predictor::load(&args.model, &selection.backend)?.with_flip(args.flip);
     let width = photos
         .iter()
         .map(|p| p.display().to_string().chars().count())
@@ -443,8 +460,17 @@ fn run_eval(args: EvalArgs) -> Result<ExitCode> {
         contact_sheet::check_path(sheet)?;
     }
     let selection = backend::select(args.backend)?;
-    let predictor = Predictor::load(&args.model, &selection.backend)?;
-    let evaluation = evaluate_folder(&predictor, &args.data, args.worst)?;
+    let predictor = Predictor::load(&args.model, &selection.backend)?.with_flip(args.flip);
+    let subset = if args.held_out {
+        let defaults = TrainOptions::default();
+        Photos::HeldOut {
+            val_split: args.val_split.unwrap_or(defaults.val_split),
+            seed: args.seed.unwrap_or(defaults.settings.seed),
+        }
+    } else {
+        Photos::All
+    };
+    let evaluation = evaluate_folder(&predictor, &args.data, subset, args.worst)?;
     for skip in &evaluation.skipped {
         eprintln!("warning: skipped {}: {}", skip.path.display(), skip.reason);
     }

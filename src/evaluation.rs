@@ -36,9 +36,25 @@ pub struct Mistake {
     pub probability: f32,
 }
 
+/// Which photos of a folder to evaluate.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Photos {
+    All,
+    /// Only those `catdog train --val-split val_split --seed seed` held out of training.
+    HeldOut {
+        val_split: f64,
+        seed: u64,
+    },
+}
+
 /// Everything `catdog eval --json` prints.
 #[derive(Clone, Debug, Serialize)]
 pub struct Evaluation {
+    /// Which photos of the folder were evaluated.
+    pub subset: Photos,
+    /// Whether each photo's prediction was averaged with its mirror image's.
+    pub flip: bool,
     pub photos: usize,
     pub accuracy: f64,
     pub classes: Vec<String>,
@@ -52,9 +68,14 @@ pub struct Evaluation {
     pub skipped_photos: usize,
 }
 
-/// Evaluates `predictor` on every photo in `data`, whose classes must be the model's; keeps
-/// the `worst` most confidently wrong photos.
-pub fn evaluate_folder(predictor: &Predictor, data: &Path, worst: usize) -> Result<Evaluation> {
+/// Evaluates `predictor` on the `subset` of the photos in `data`, whose classes must be the
+/// model's; keeps the `worst` most confidently wrong photos.
+pub fn evaluate_folder(
+    predictor: &Predictor,
+    data: &Path,
+    subset: Photos,
+    worst: usize,
+) -> Result<Evaluation> {
     let dataset = Dataset::scan(data)?;
     let classes = predictor.info().classes.clone();
     if dataset.classes != classes {
@@ -72,31 +93,38 @@ pub fn evaluate_folder(predictor: &Predictor, data: &Path, worst: usize) -> Resu
         predictor.info().image_size,
         &|| {},
     )?;
-    let images = &photos.images;
-    if images.is_empty() {
-        bail!("none of the photos in {} could be decoded", data.display());
-    }
-    let paths: Vec<&Path> = dataset
-        .samples
-        .iter()
-        .zip(&photos.image_of_sample)
-        .filter(|(_, decoded)| decoded.is_some())
-        .map(|(sample, _)| sample.path.as_path())
+    let samples = match subset {
+        Photos::All => (0..dataset.samples.len()).collect(),
+        Photos::HeldOut { val_split, seed } => dataset.split(val_split, seed).1,
+    };
+    // (decoded image, its path) of every chosen photo that could be decoded.
+    let chosen: Vec<(usize, &Path)> = samples
+        .into_iter()
+        .filter_map(|sample| {
+            let image = photos.image_of_sample[sample]?;
+            Some((image, dataset.samples[sample].path.as_path()))
+        })
         .collect();
+    if chosen.is_empty() {
+        bail!(
+            "none of the chosen photos in {} could be decoded",
+            data.display()
+        );
+    }
+    let images = &photos.images;
 
     let mut confusion_matrix = vec![vec![0; classes.len()]; classes.len()];
     let mut mistakes = Vec::new();
-    for start in (0..images.len()).step_by(BATCH) {
-        let batch: Vec<usize> = (start..(start + BATCH).min(images.len())).collect();
-        let pixels: Vec<&[u8]> = batch.iter().map(|&i| images.image(i)).collect();
-        for (&i, probabilities) in batch.iter().zip(predictor.probabilities(&pixels)) {
+    for batch in chosen.chunks(BATCH) {
+        let pixels: Vec<&[u8]> = batch.iter().map(|&(i, _)| images.image(i)).collect();
+        for (&(i, path), probabilities) in batch.iter().zip(predictor.probabilities(&pixels)) {
             let (predicted, probability) = most_probable(&probabilities);
             let label = images.labels()[i];
             confusion_matrix[label][predicted] += 1;
             if predicted != label {
                 mistakes.push(Mistake {
-                    path: paths[i].to_string_lossy().into_owned(),
-                    source: paths[i].to_path_buf(),
+                    path: path.to_string_lossy().into_owned(),
+                    source: path.to_path_buf(),
                     label: classes[label].clone(),
                     predicted: classes[predicted].clone(),
                     probability,
@@ -123,8 +151,10 @@ pub fn evaluate_folder(predictor: &Predictor, data: &Path, worst: usize) -> Resu
         })
         .collect();
     Ok(Evaluation {
-        photos: images.len(),
-        accuracy: ratio(correct, images.len()),
+        subset,
+        flip: predictor.flip(),
+        photos: chosen.len(),
+        accuracy: ratio(correct, chosen.len()),
         classes,
         confusion_matrix,
         per_class,

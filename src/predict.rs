@@ -32,6 +32,7 @@ pub struct Predictor {
     model: SmallCnn,
     info: ModelInfo,
     device: Device,
+    flip: bool,
 }
 
 impl Predictor {
@@ -42,7 +43,18 @@ impl Predictor {
             model,
             info,
             device: backend.device.clone(),
+            flip: false,
         })
+    }
+
+    /// Averages each photo's probabilities with those of its mirror image (test-time
+    /// augmentation): twice the work for a steadier answer.
+    pub fn with_flip(self, flip: bool) -> Predictor {
+        Predictor { flip, ..self }
+    }
+
+    pub fn flip(&self) -> bool {
+        self.flip
     }
 
     pub fn info(&self) -> &ModelInfo {
@@ -78,6 +90,7 @@ impl Predictor {
             self.info.image_size,
             &self.info.normalization,
             &self.device,
+            self.flip,
         )
     }
 
@@ -108,19 +121,27 @@ pub fn most_probable(probabilities: &[f32]) -> (usize, f32) {
         .unwrap_or((0, 0.0))
 }
 
-/// Softmax of `model`'s logits for `images`, one row per image.
+/// Softmax of `model`'s logits for `images`, one row per image; with `flip`, the mean of
+/// that and the softmax for the images mirrored left to right.
 pub fn class_probabilities(
     model: &SmallCnn,
     images: &[&[u8]],
     size: u32,
     normalization: &Normalization,
     device: &Device,
+    flip: bool,
 ) -> Vec<Vec<f32>> {
     if images.is_empty() {
         return Vec::new();
     }
-    let input = Tensor::from_data(normalization.to_chw(images.iter().copied(), size), device);
-    let probabilities = softmax(model.forward(input), 1).into_data();
+    let input: Tensor<4> =
+        Tensor::from_data(normalization.to_chw(images.iter().copied(), size), device);
+    let mut probabilities = softmax(model.forward(input.clone()), 1);
+    if flip {
+        let mirrored = softmax(model.forward(input.flip([3])), 1);
+        probabilities = (probabilities + mirrored) / 2.0;
+    }
+    let probabilities = probabilities.into_data();
     let values: Vec<f32> = probabilities.iter::<f32>().collect();
     let classes = probabilities.shape()[1];
     values.chunks(classes).map(<[f32]>::to_vec).collect()

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use crate::backend::{BackendKind, Plan};
 use crate::bench::{BenchReport, Measurement};
 use crate::chart::{BarChart, BarGroup, format_number};
-use crate::evaluation::Evaluation;
+use crate::evaluation::{Evaluation, Photos};
 use crate::hardware::{CpuInfo, GpuAdapter};
 use crate::predict::Prediction;
 use crate::train::TrainReport;
@@ -115,8 +115,19 @@ pub fn evaluation_text(evaluation: &Evaluation) -> String {
         evaluation.accuracy * 100.0,
         evaluation.photos
     );
+    if let Photos::HeldOut { val_split, seed } = evaluation.subset {
+        out.push_str(&format!(
+            ", those `catdog train --val-split {val_split} --seed {seed}` held out"
+        ));
+    }
+    if evaluation.flip {
+        out.push_str(", each averaged with its mirror image");
+    }
     if evaluation.skipped_photos > 0 {
-        out.push_str(&format!(" ({} skipped)", evaluation.skipped_photos));
+        out.push_str(&format!(
+            " ({} skipped in the folder)",
+            evaluation.skipped_photos
+        ));
     }
     out.push_str("\n\nclass  photos  precision  recall\n");
     for figures in &evaluation.per_class {

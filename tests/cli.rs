@@ -462,6 +462,29 @@ fn eval_counts_what_predict_says_and_lists_the_mistakes() {
     let picture = image::open(&sheet).expect("the contact sheet is a PNG");
     assert!(picture.width() >= 160 && picture.height() >= 160);
 
+    // The photos training held out: the same ones, so the same accuracy as training measured.
+    let output = catdog(&[
+        "eval",
+        "--model",
+        path(&model),
+        "--data",
+        path(&data),
+        "--backend",
+        "flex",
+        "--held-out",
+        "--json",
+    ]);
+    assert_success(&output);
+    let held_out: Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+    let info: Value =
+        serde_json::from_str(&fs::read_to_string(model.join("catdog.json")).unwrap()).unwrap();
+    assert_eq!(held_out["photos"], 6, "10 % of 60");
+    assert_eq!(held_out["accuracy"], info["val_accuracy"]);
+    assert_eq!(
+        held_out["subset"],
+        serde_json::json!({"held_out": {"val_split": 0.1, "seed": 42}})
+    );
+
     let not_png = dir.path().join("mistakes.jpg");
     let output = catdog(&[
         "eval",

@@ -129,7 +129,7 @@ fn a_saved_model_predicts_the_same_on_every_backend() {
     )
     .unwrap();
     let images: Vec<&[u8]> = (0..val.len()).map(|i| val.image(i)).collect();
-    let expected = class_probabilities(&model, &images, size, &normalization, &flex.device);
+    let expected = class_probabilities(&model, &images, size, &normalization, &flex.device, false);
 
     let dir = tempfile::tempdir().unwrap();
     let info = ModelInfo {
@@ -234,4 +234,62 @@ fn patience_stops_the_run_after_that_many_epochs_without_progress() {
     );
     assert_eq!(history.len(), best + 2, "{history:#?}");
     assert_eq!(accuracy, history[best - 1].val_accuracy.unwrap());
+}
+
+/// `--flip` gives the mean of a photo's probabilities and its mirror image's, mirrored here on
+/// the host.
+#[test]
+fn flip_averages_a_photo_with_its_mirror_image() {
+    let size = 32;
+    let (train, val) = generated(64, size, 6);
+    let flex = cpu_backend(BackendKind::Flex);
+    let settings = FitSettings {
+        epochs: 1,
+        batch_size: 16,
+        seed: 6,
+        ..FitSettings::default()
+    };
+    let normalization = Normalization::default();
+    let (model, _) = fit(
+        &train,
+        &val,
+        2,
+        &settings,
+        &normalization,
+        &flex.device,
+        &mut (),
+    )
+    .unwrap();
+    let images: Vec<&[u8]> = (0..val.len()).map(|i| val.image(i)).collect();
+    let mirrored: Vec<Vec<u8>> = images
+        .iter()
+        .map(|pixels| {
+            pixels
+                .chunks(size as usize * 3)
+                .flat_map(|row| row.chunks(3).rev().flatten().copied())
+                .collect()
+        })
+        .collect();
+    let mirrored: Vec<&[u8]> = mirrored.iter().map(Vec::as_slice).collect();
+    let probabilities = |images: &[&[u8]], flip| {
+        class_probabilities(&model, images, size, &normalization, &flex.device, flip)
+    };
+    let (plain, of_mirrored) = (
+        probabilities(&images, false),
+        probabilities(&mirrored, false),
+    );
+    let flipped = probabilities(&images, true);
+    for (row, ((p, m), f)) in plain.iter().zip(&of_mirrored).zip(&flipped).enumerate() {
+        for class in 0..2 {
+            let mean = (p[class] + m[class]) / 2.0;
+            assert!(
+                (f[class] - mean).abs() <= 1e-5,
+                "image {row}: flip gives {f:?}, the mean of {p:?} and {m:?} is not that"
+            );
+        }
+    }
+    assert_ne!(
+        plain, of_mirrored,
+        "the mirror images must look different to the model"
+    );
 }
