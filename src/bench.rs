@@ -150,13 +150,7 @@ pub fn run(
     let photos = match &settings.data {
         Some(dir) => {
             let data = Dataset::scan(dir)?;
-            let cached = pixel_cache::load_or_decode(
-                dir,
-                &data.samples,
-                &data.fingerprint(),
-                settings.image_size,
-                &|| {},
-            )?;
+            let cached = pixel_cache::load_or_decode(&data, settings.image_size, &|| {})?;
             if cached.images.is_empty() {
                 bail!("none of the photos in {} could be decoded", dir.display());
             }

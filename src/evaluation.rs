@@ -86,13 +86,7 @@ pub fn evaluate_folder(
             classes
         );
     }
-    let photos = pixel_cache::load_or_decode(
-        data,
-        &dataset.samples,
-        &dataset.fingerprint(),
-        predictor.info().image_size,
-        &|| {},
-    )?;
+    let photos = pixel_cache::load_or_decode(&dataset, predictor.info().image_size, &|| {})?;
     let samples = match subset {
         Photos::All => (0..dataset.samples.len()).collect(),
         Photos::HeldOut { val_split, seed } => dataset.split(val_split, seed).1,

@@ -16,7 +16,7 @@ use memmap2::Mmap;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::dataset::Sample;
+use crate::dataset::{Dataset, Sample};
 use crate::decode::{Skipped, decode_photo};
 use crate::images::{ImageSet, Pixels, image_bytes};
 
@@ -58,16 +58,16 @@ struct Index {
     skipped: Vec<(usize, String)>,
 }
 
-/// `samples` of the folder `data` (whose [`fingerprint`](crate::dataset::Dataset::fingerprint)
-/// is given) as `size` px pixels: from the cache when it is current, otherwise decoded on every
-/// core and cached. `photo_done` is called after each photo decoded.
+/// The photos of `dataset` as `size` px pixels: from the cache when it is current, otherwise
+/// decoded on every core and cached. `photo_done` is called after each photo decoded.
 pub fn load_or_decode(
-    data: &Path,
-    samples: &[Sample],
-    fingerprint: &str,
+    dataset: &Dataset,
     size: u32,
     photo_done: &(dyn Fn() + Sync),
 ) -> Result<DecodedPhotos> {
+    let (data, samples) = (&dataset.root, &dataset.samples[..]);
+    // Names the cache and is stored in it: a changed folder gets a new one.
+    let fingerprint = &dataset.fingerprint();
     let folders = cache_folders(data);
     let name = format!(
         "pixels-{size}px-{:08x}",
@@ -272,7 +272,6 @@ fn assemble(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dataset::Dataset;
 
     fn photo(path: &Path, color: [u8; 3]) {
         fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -282,8 +281,7 @@ mod tests {
     }
 
     fn load(dir: &Path) -> DecodedPhotos {
-        let data = Dataset::scan(dir).unwrap();
-        load_or_decode(dir, &data.samples, &data.fingerprint(), 16, &|| {}).unwrap()
+        load_or_decode(&Dataset::scan(dir).unwrap(), 16, &|| {}).unwrap()
     }
 
     #[test]

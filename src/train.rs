@@ -501,13 +501,7 @@ fn prepare_data(options: &TrainOptions, progress: &mut dyn TrainProgress) -> Res
     progress.decode_started(dataset.samples.len());
     let started = Instant::now();
     let tick = || progress.photo_decoded();
-    let photos = pixel_cache::load_or_decode(
-        dir,
-        &dataset.samples,
-        &fingerprint,
-        options.image_size,
-        &tick,
-    )?;
+    let photos = pixel_cache::load_or_decode(&dataset, options.image_size, &tick)?;
     let seconds = started.elapsed().as_secs_f64();
     progress.decode_finished();
     let decode_images_per_sec = match &photos.source {

@@ -364,6 +364,21 @@ fn decoded_photos_are_cached_once_and_read_back_by_later_runs() {
     );
 }
 
+/// `catdog eval --model MODEL --data DATA --backend flex EXTRA…`
+fn eval(model: &Path, data: &Path, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "eval",
+        "--model",
+        path(model),
+        "--data",
+        path(data),
+        "--backend",
+        "flex",
+    ];
+    args.extend(extra);
+    catdog(&args)
+}
+
 #[test]
 fn eval_counts_what_predict_says_and_lists_the_mistakes() {
     let dir = tempfile::tempdir().unwrap();
@@ -386,20 +401,9 @@ fn eval_counts_what_predict_says_and_lists_the_mistakes() {
         path(&model),
     ]));
 
-    let output = catdog(&[
-        "eval",
-        "--model",
-        path(&model),
-        "--data",
-        path(&data),
-        "--backend",
-        "flex",
-        "--worst",
-        "3",
-        "--json",
-    ]);
+    let output = eval(&model, &data, &["--worst", "3", "--json"]);
     assert_success(&output);
-    let eval: Value = serde_json::from_str(stdout(&output).trim()).expect("one JSON object");
+    let evaluation: Value = serde_json::from_str(stdout(&output).trim()).expect("one JSON object");
 
     // The same photos counted here from `catdog predict`'s answers.
     let output = catdog(&[
@@ -419,16 +423,17 @@ fn eval_counts_what_predict_says_and_lists_the_mistakes() {
         let predicted = usize::from(prediction["label"] == "dog");
         counted[truth][predicted] += 1;
     }
-    let matrix: Vec<Vec<u64>> = serde_json::from_value(eval["confusion_matrix"].clone()).unwrap();
+    let matrix: Vec<Vec<u64>> =
+        serde_json::from_value(evaluation["confusion_matrix"].clone()).unwrap();
     assert_eq!(matrix, counted.map(Vec::from).to_vec());
     assert_eq!(matrix.iter().flatten().sum::<u64>(), 60);
-    assert_eq!(eval["photos"], 60);
+    assert_eq!(evaluation["photos"], 60);
     let correct = (counted[0][0] + counted[1][1]) as f64;
-    assert_eq!(eval["accuracy"].as_f64().unwrap(), correct / 60.0);
-    let recall_of_cats = eval["per_class"][0]["recall"].as_f64().unwrap();
+    assert_eq!(evaluation["accuracy"].as_f64().unwrap(), correct / 60.0);
+    let recall_of_cats = evaluation["per_class"][0]["recall"].as_f64().unwrap();
     assert_eq!(recall_of_cats, counted[0][0] as f64 / 30.0);
 
-    let wrong = eval["most_confidently_wrong"].as_array().unwrap();
+    let wrong = evaluation["most_confidently_wrong"].as_array().unwrap();
     assert_eq!(wrong.len(), (60 - correct as usize).min(3));
     for pair in wrong.windows(2) {
         assert!(pair[0]["probability"].as_f64() >= pair[1]["probability"].as_f64());
@@ -444,17 +449,7 @@ fn eval_counts_what_predict_says_and_lists_the_mistakes() {
     }
 
     let sheet = dir.path().join("mistakes.png");
-    let output = catdog(&[
-        "eval",
-        "--model",
-        path(&model),
-        "--data",
-        path(&data),
-        "--backend",
-        "flex",
-        "--mistakes",
-        path(&sheet),
-    ]);
+    let output = eval(&model, &data, &["--mistakes", path(&sheet)]);
     assert_success(&output);
     let text = stdout(&output);
     assert!(text.starts_with("accuracy "), "{text}");
@@ -463,17 +458,7 @@ fn eval_counts_what_predict_says_and_lists_the_mistakes() {
     assert!(picture.width() >= 160 && picture.height() >= 160);
 
     // The photos training held out: the same ones, so the same accuracy as training measured.
-    let output = catdog(&[
-        "eval",
-        "--model",
-        path(&model),
-        "--data",
-        path(&data),
-        "--backend",
-        "flex",
-        "--held-out",
-        "--json",
-    ]);
+    let output = eval(&model, &data, &["--held-out", "--json"]);
     assert_success(&output);
     let held_out: Value = serde_json::from_str(stdout(&output).trim()).unwrap();
     let info: Value =
@@ -486,15 +471,7 @@ fn eval_counts_what_predict_says_and_lists_the_mistakes() {
     );
 
     let not_png = dir.path().join("mistakes.jpg");
-    let output = catdog(&[
-        "eval",
-        "--model",
-        path(&model),
-        "--data",
-        path(&data),
-        "--mistakes",
-        path(&not_png),
-    ]);
+    let output = eval(&model, &data, &["--mistakes", path(&not_png)]);
     assert_fails_with(&output, "must end in .png");
     assert!(stderr(&output).contains(path(&not_png)));
     assert!(!not_png.exists());

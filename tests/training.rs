@@ -6,6 +6,7 @@ use catdog::backend::{BackendKind, cpu_backend};
 use catdog::batch::Normalization;
 use catdog::dataset::stratified_split;
 use catdog::images::ImageSet;
+use catdog::model::SmallCnn;
 use catdog::predict::{Predictor, class_probabilities};
 use catdog::saved_model::{self, ModelInfo};
 use catdog::synth;
@@ -104,30 +105,37 @@ fn wgpu_training_lowers_the_loss() {
     assert_loss_falls(&epochs);
 }
 
-/// A model trained on flex, saved, then loaded on flex, ndarray and wgpu, gives the
-/// probabilities the trained model gave.
-#[test]
-fn a_saved_model_predicts_the_same_on_every_backend() {
-    let size = 32;
-    let (train, val) = generated(64, size, 4);
-    let flex = cpu_backend(BackendKind::Flex);
+/// A network trained for one epoch on flex on 64 generated pictures of `size` px, and the
+/// pictures it held out.
+fn one_epoch_model(size: u32, seed: u64) -> (SmallCnn, ImageSet) {
+    let (train, val) = generated(64, size, seed);
     let settings = FitSettings {
         epochs: 1,
         batch_size: 16,
-        seed: 4,
+        seed,
         ..FitSettings::default()
     };
-    let normalization = Normalization::default();
     let (model, _) = fit(
         &train,
         &val,
         2,
         &settings,
-        &normalization,
-        &flex.device,
+        &Normalization::default(),
+        &cpu_backend(BackendKind::Flex).device,
         &mut (),
     )
     .unwrap();
+    (model, val)
+}
+
+/// A model trained on flex, saved, then loaded on flex, ndarray and wgpu, gives the
+/// probabilities the trained model gave.
+#[test]
+fn a_saved_model_predicts_the_same_on_every_backend() {
+    let size = 32;
+    let (model, val) = one_epoch_model(size, 4);
+    let flex = cpu_backend(BackendKind::Flex);
+    let normalization = Normalization::default();
     let images: Vec<&[u8]> = (0..val.len()).map(|i| val.image(i)).collect();
     let expected = class_probabilities(&model, &images, size, &normalization, &flex.device, false);
 
@@ -241,25 +249,9 @@ fn patience_stops_the_run_after_that_many_epochs_without_progress() {
 #[test]
 fn flip_averages_a_photo_with_its_mirror_image() {
     let size = 32;
-    let (train, val) = generated(64, size, 6);
+    let (model, val) = one_epoch_model(size, 6);
     let flex = cpu_backend(BackendKind::Flex);
-    let settings = FitSettings {
-        epochs: 1,
-        batch_size: 16,
-        seed: 6,
-        ..FitSettings::default()
-    };
     let normalization = Normalization::default();
-    let (model, _) = fit(
-        &train,
-        &val,
-        2,
-        &settings,
-        &normalization,
-        &flex.device,
-        &mut (),
-    )
-    .unwrap();
     let images: Vec<&[u8]> = (0..val.len()).map(|i| val.image(i)).collect();
     let mirrored: Vec<Vec<u8>> = images
         .iter()
