@@ -240,3 +240,78 @@ pub fn load(out: &Path) -> Result<Checkpoint> {
         best,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run() -> RunSettings {
+        RunSettings {
+            data: None,
+            generated_count: 20,
+            image_size: 16,
+            val_split: 0.1,
+            fit: FitSettings::default(),
+            classes: vec!["cat".into(), "dog".into()],
+            data_fingerprint: "test".into(),
+        }
+    }
+
+    fn position(epoch: usize) -> Position {
+        Position {
+            epoch,
+            ..Position::default()
+        }
+    }
+
+    fn bpk_files(out: &Path) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(dir(out))
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|name| name.ends_with(".bpk"))
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn the_best_epoch_survives_later_checkpoints_and_reads_back() {
+        let out = tempfile::tempdir().unwrap();
+        let out = out.path();
+        let best = BestEpoch {
+            epoch: 1,
+            model: vec![1, 2, 3],
+        };
+        save(out, &run(), &position(2), &[], b"m1", b"o1", Some(&best)).unwrap();
+        save(out, &run(), &position(3), &[], b"m2", b"o2", Some(&best)).unwrap();
+        assert_eq!(
+            bpk_files(out),
+            ["best-e1.bpk", "model-e3b0.bpk", "optimizer-e3b0.bpk"]
+        );
+        let loaded = load(out).unwrap();
+        assert_eq!(loaded.best, Some(best));
+        assert_eq!(
+            (loaded.model, loaded.optimizer),
+            (b"m2".to_vec(), b"o2".to_vec())
+        );
+
+        let better = BestEpoch {
+            epoch: 3,
+            model: vec![4, 5],
+        };
+        save(out, &run(), &position(4), &[], b"m3", b"o3", Some(&better)).unwrap();
+        assert_eq!(
+            bpk_files(out),
+            ["best-e3.bpk", "model-e4b0.bpk", "optimizer-e4b0.bpk"]
+        );
+        assert_eq!(load(out).unwrap().best, Some(better));
+
+        fs::write(dir(out).join("best-e3.bpk"), [9, 9]).unwrap();
+        let damaged = load(out).err().expect("a damaged best epoch is refused");
+        assert!(
+            format!("{damaged:#}").contains("best-e3.bpk"),
+            "{damaged:#}"
+        );
+    }
+}
