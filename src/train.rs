@@ -728,7 +728,7 @@ pub fn fit_from(
         if best_epoch(&history) == Some(epoch) {
             best = Some(BestEpoch {
                 epoch,
-                model: trainer.to_bytes()?.0,
+                model: trainer.network_bytes()?,
             });
         }
         position = Position {
@@ -737,11 +737,11 @@ pub fn fit_from(
         };
         save_checkpoint(&trainer, &position, &history, best.as_ref())?;
         if epoch < settings.epochs && out_of_patience(&history, settings.patience) {
+            let kept = kept_epoch(&history).epoch;
             progress.note(&format!(
                 "Validation accuracy has not improved for {} epochs: stopping early; \
-                 keeping epoch {}.",
-                epoch - kept_epoch(&history).epoch,
-                kept_epoch(&history).epoch
+                 keeping epoch {kept}.",
+                epoch - kept
             ));
         }
         if let Some(by) = interrupt::requested() {
@@ -809,6 +809,15 @@ impl Trainer {
 
     /// The network and the optimizer state, serialised for a checkpoint.
     pub fn to_bytes(&self) -> Result<(Vec<u8>, Vec<u8>)> {
+        let optimizer = self
+            .optimizer
+            .into_bytes()
+            .map_err(|err| anyhow!("cannot serialise the optimizer state: {err}"))?;
+        Ok((self.network_bytes()?, optimizer.to_vec()))
+    }
+
+    /// The network alone, serialised as [`to_bytes`](Self::to_bytes) does.
+    pub fn network_bytes(&self) -> Result<Vec<u8>> {
         // Batch norm's running statistics keep the last step's update aside until something
         // syncs them, and saving does not: without this, a checkpoint taken mid-epoch (Ctrl-C)
         // lost one update and the resumed run drifted from an uninterrupted one.
@@ -817,14 +826,10 @@ impl Trainer {
         self.model()
             .save_into(&mut store)
             .map_err(|err| anyhow!("cannot serialise the network: {err}"))?;
-        let model = store
+        let network = store
             .get_bytes()
             .map_err(|err| anyhow!("cannot serialise the network: {err}"))?;
-        let optimizer = self
-            .optimizer
-            .into_bytes()
-            .map_err(|err| anyhow!("cannot serialise the optimizer state: {err}"))?;
-        Ok((model.to_vec(), optimizer.to_vec()))
+        Ok(network.to_vec())
     }
 
     /// The network as trained so far.
