@@ -2,6 +2,8 @@
 
 mod common;
 
+use burn::tensor::Distribution::Uniform;
+use burn::tensor::{Device, Tensor};
 use catdog::backend::{BackendKind, cpu_backend};
 use catdog::batch::Normalization;
 use catdog::dataset::stratified_split;
@@ -284,4 +286,148 @@ fn flip_averages_a_photo_with_its_mirror_image() {
         plain, of_mirrored,
         "the mirror images must look different to the model"
     );
+}
+
+/// Random weights for a sum over an output, drawn once and reused on the second backend, so
+/// that gradients of `sum(output · weights)` weigh every output element differently.
+#[derive(Default)]
+struct OutputWeights(Option<burn::tensor::TensorData>);
+
+impl OutputWeights {
+    fn weighted_sum<const D: usize>(&mut self, output: Tensor<D>) -> Tensor<1> {
+        let host = Device::flex();
+        let weights = self
+            .0
+            .get_or_insert_with(|| {
+                Tensor::<D>::random(output.dims(), Uniform(-1.0, 1.0), &host).into_data()
+            })
+            .clone();
+        let device = output.device();
+        (output * Tensor::from_data(weights, &device)).sum()
+    }
+}
+
+fn random_data<const D: usize>(shape: [usize; D]) -> burn::tensor::TensorData {
+    Tensor::<D>::random(shape, Uniform(-1.0, 1.0), &Device::flex()).into_data()
+}
+
+/// Runs `compute` on flex and on ndarray and asserts that all its results agree. catdog's
+/// burn-flex computes convolutions, batch norm and their gradients itself
+/// (vendor/burn-flex/PATCHED.md); ndarray's are burn's unpatched ones.
+fn assert_flex_matches_ndarray(
+    case: &str,
+    compute: impl Fn(&Device, &mut OutputWeights) -> Vec<(&'static str, burn::tensor::TensorData)>,
+) {
+    let mut weights = OutputWeights::default();
+    let expected = compute(
+        &cpu_backend(BackendKind::Ndarray).device.autodiff(),
+        &mut weights,
+    );
+    let actual = compute(&Device::flex().autodiff(), &mut weights);
+    for ((name, actual), (_, expected)) in actual.iter().zip(&expected) {
+        assert_eq!(actual.shape(), expected.shape(), "{name} shape, {case}");
+        let (a, e) = (
+            actual.try_to_vec::<f32>().unwrap(),
+            expected.try_to_vec::<f32>().unwrap(),
+        );
+        let worst = a
+            .iter()
+            .zip(&e)
+            .map(|(a, e)| (a - e).abs())
+            .fold(0.0, f32::max);
+        assert!(worst < 1e-4, "{name} differs by {worst}, {case}");
+    }
+}
+
+/// The model's 3×3 layers, and strides, uneven padding, dilation and groups.
+#[test]
+fn flex_convolution_and_its_gradients_match_ndarray() {
+    use burn::tensor::module::conv2d;
+    use burn::tensor::ops::ConvOptions;
+
+    let uneven = ConvOptions {
+        stride: [1, 2],
+        padding: [(2, 0), (1, 2)],
+        dilation: [1, 1],
+        groups: 2,
+    };
+    let cases = [
+        (
+            [3, 4, 9, 8],
+            [5, 4, 3, 3],
+            ConvOptions::new([1, 1], [1, 1], [1, 1], 1),
+        ),
+        (
+            [2, 3, 11, 10],
+            [4, 3, 3, 2],
+            ConvOptions::new([2, 1], [1, 0], [1, 2], 1),
+        ),
+        ([2, 4, 8, 9], [6, 2, 3, 3], uneven),
+        (
+            [1, 2, 6, 6],
+            [3, 2, 1, 1],
+            ConvOptions::new([1, 1], [0, 0], [1, 1], 1),
+        ),
+    ];
+    for (x_shape, w_shape, options) in cases {
+        let (x, w, bias) = (
+            random_data(x_shape),
+            random_data(w_shape),
+            random_data([w_shape[0]]),
+        );
+        let case = format!("{x_shape:?} * {w_shape:?}, {options:?}");
+        assert_flex_matches_ndarray(&case, |device, weights| {
+            let x = Tensor::<4>::from_data(x.clone(), device).require_grad();
+            let w = Tensor::<4>::from_data(w.clone(), device).require_grad();
+            let b = Tensor::<1>::from_data(bias.clone(), device).require_grad();
+            let y = conv2d(x.clone(), w.clone(), Some(b.clone()), options.clone());
+            let grads = weights.weighted_sum(y.clone()).backward();
+            vec![
+                ("y", y.into_data()),
+                ("dx", x.grad(&grads).unwrap().into_data()),
+                ("dw", w.grad(&grads).unwrap().into_data()),
+                ("db", b.grad(&grads).unwrap().into_data()),
+            ]
+        });
+    }
+}
+
+/// Training (batch statistics, with gradients) and inference (given statistics).
+#[test]
+fn flex_batch_norm_and_its_gradients_match_ndarray() {
+    use burn::tensor::module::{batch_norm, batch_norm_train};
+
+    let (x, gamma, beta) = (
+        random_data([4, 3, 5, 6]),
+        random_data([3]),
+        random_data([3]),
+    );
+    let mean = random_data([3]);
+    let variance = Tensor::<1>::random([3], Uniform(0.1, 2.0), &Device::flex()).into_data();
+    assert_flex_matches_ndarray("batch norm [4, 3, 5, 6]", |device, weights| {
+        let x = Tensor::<4>::from_data(x.clone(), device).require_grad();
+        let gamma = Tensor::<1>::from_data(gamma.clone(), device).require_grad();
+        let beta = Tensor::<1>::from_data(beta.clone(), device).require_grad();
+        let trained = batch_norm_train(x.clone(), gamma.clone(), beta.clone(), 1e-5);
+        let grads = weights.weighted_sum(trained.output.clone()).backward();
+        let given = [mean.clone(), variance.clone()].map(|v| Tensor::<1>::from_data(v, device));
+        let [mean, variance] = given;
+        let inference = batch_norm(
+            x.clone().detach(),
+            gamma.clone(),
+            beta.clone(),
+            mean,
+            variance,
+            1e-5,
+        );
+        vec![
+            ("output", trained.output.into_data()),
+            ("mean", trained.mean.into_data()),
+            ("variance", trained.variance.into_data()),
+            ("dx", x.grad(&grads).unwrap().into_data()),
+            ("dgamma", gamma.grad(&grads).unwrap().into_data()),
+            ("dbeta", beta.grad(&grads).unwrap().into_data()),
+            ("inference", inference.into_data()),
+        ]
+    });
 }

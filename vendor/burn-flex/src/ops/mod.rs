@@ -97,6 +97,8 @@ pub mod comparison;
 #[macro_use]
 mod conv_common;
 pub mod conv;
+#[cfg(feature = "rayon")]
+mod patch;
 pub mod conv_transpose;
 pub mod cumulative;
 pub mod deform_conv;

@@ -2,14 +2,17 @@
 //!
 //! These operations power neural network modules like convolutions and pooling.
 
+#[cfg(feature = "rayon")]
+use crate::ops::patch;
 use crate::ops::{conv, conv_transpose, deform_conv, interpolate, pool};
 use crate::{Flex, FlexTensor, Layout};
 use burn_backend::{
     DType, Element, TensorMetadata,
     ops::{
-        AttentionModuleOptions, ConvOptions, ConvTransposeOptions, DeformConv2dBackward,
-        DeformConvOptions, FloatTensorOps, IntTensorOps, InterpolateMode, InterpolateOptions,
-        MaxPool2dBackward, MaxPool2dWithIndices, ModuleOps, conv::pad_asymmetric_conv_input,
+        AttentionModuleOptions, BatchNormTrain, BatchNormTrainBackward, ConvOptions,
+        ConvTransposeOptions, DeformConv2dBackward, DeformConvOptions, FloatTensorOps,
+        IntTensorOps, InterpolateMode, InterpolateOptions, MaxPool2dBackward, MaxPool2dWithIndices,
+        ModuleOps, conv::pad_asymmetric_conv_input,
     },
     tensor::{BoolTensor, FloatTensor, IntTensor},
 };
@@ -65,6 +68,10 @@ impl ModuleOps<Flex> for Flex {
         bias: Option<FloatTensor<Flex>>,
         options: ConvOptions<2>,
     ) -> FloatTensor<Flex> {
+        #[cfg(feature = "rayon")]
+        if x.dtype() == DType::F32 && options.groups == 1 {
+            return patch::conv::conv2d_f32(x, weight, bias, &options);
+        }
         let (x, options) = pad_asymmetric_conv_input::<Flex, 2>(x, options);
         match x.dtype() {
             DType::F32 => conv::conv2d_f32(x, weight, bias, &options),
@@ -73,6 +80,69 @@ impl ModuleOps<Flex> for Flex {
             DType::BF16 => conv::conv2d_bf16(x, weight, bias, &options),
             dtype => panic!("conv2d: unsupported dtype {:?}", dtype),
         }
+    }
+
+    #[cfg(feature = "rayon")]
+    fn batch_norm(
+        x: FloatTensor<Flex>,
+        gamma: FloatTensor<Flex>,
+        beta: FloatTensor<Flex>,
+        mean: FloatTensor<Flex>,
+        variance: FloatTensor<Flex>,
+        epsilon: f64,
+    ) -> FloatTensor<Flex> {
+        patch::batch_norm::batch_norm(x, gamma, beta, mean, variance, epsilon)
+    }
+
+    #[cfg(feature = "rayon")]
+    fn batch_norm_train(
+        x: FloatTensor<Flex>,
+        gamma: FloatTensor<Flex>,
+        beta: FloatTensor<Flex>,
+        epsilon: f64,
+    ) -> BatchNormTrain<Flex> {
+        let [output, mean, variance] = patch::batch_norm::batch_norm_train(x, gamma, beta, epsilon);
+        BatchNormTrain::new(output, mean, variance)
+    }
+
+    #[cfg(feature = "rayon")]
+    fn batch_norm_train_backward(
+        x: FloatTensor<Flex>,
+        gamma: FloatTensor<Flex>,
+        mean: FloatTensor<Flex>,
+        variance: FloatTensor<Flex>,
+        epsilon: f64,
+        output_grad: FloatTensor<Flex>,
+    ) -> BatchNormTrainBackward<Flex> {
+        let [x_grad, gamma_grad, beta_grad] = patch::batch_norm::batch_norm_train_backward(
+            x,
+            gamma,
+            mean,
+            variance,
+            epsilon,
+            output_grad,
+        );
+        BatchNormTrainBackward::new(x_grad, gamma_grad, beta_grad)
+    }
+
+    #[cfg(feature = "rayon")]
+    fn conv2d_x_backward(
+        x: FloatTensor<Flex>,
+        weight: FloatTensor<Flex>,
+        output_grad: FloatTensor<Flex>,
+        options: ConvOptions<2>,
+    ) -> FloatTensor<Flex> {
+        patch::conv::conv2d_x_backward(x, weight, output_grad, &options)
+    }
+
+    #[cfg(feature = "rayon")]
+    fn conv2d_weight_backward(
+        x: FloatTensor<Flex>,
+        weight: FloatTensor<Flex>,
+        output_grad: FloatTensor<Flex>,
+        options: ConvOptions<2>,
+    ) -> FloatTensor<Flex> {
+        patch::conv::conv2d_weight_backward(x, weight, output_grad, &options)
     }
 
     fn deform_conv2d(

@@ -1,0 +1,249 @@
+//! Batch normalisation over `[batch, channels, ...]`, a channel per rayon task.
+//!
+//! Upstream burn-flex 0.22.1 uses burn's generic version, which copies the input into a
+//! channel-major layout for every statistic and makes a new tensor for each of a dozen
+//! element-wise steps; at 64 px it cost more than the convolutions. Here the statistics take
+//! two reads of the input and the output one write.
+
+use alloc::vec;
+use alloc::vec::Vec;
+
+use burn_backend::DType;
+use burn_std::Shape;
+use rayon::prelude::*;
+
+use super::{Element, narrow, widen};
+use crate::FlexTensor;
+
+/// `[batch, channels, rest]` sizes of a `[batch, channels, ...]` shape.
+fn split(shape: &Shape) -> (usize, usize, usize) {
+    let (batch, channels) = (shape[0], shape[1]);
+    (
+        batch,
+        channels,
+        shape.num_elements() / (batch * channels).max(1),
+    )
+}
+
+/// The values of channel `c`: `batch` runs of `rest` values.
+fn channel<T>(data: &[T], c: usize, channels: usize, rest: usize) -> impl Iterator<Item = &[T]> {
+    data.chunks(channels * rest.max(1))
+        .map(move |image| &image[c * rest..(c + 1) * rest])
+}
+
+/// Sum of `f` over channel `c`, in f64 across runs so long channels keep their precision.
+fn channel_sum<T: Element>(
+    data: &[T],
+    c: usize,
+    channels: usize,
+    rest: usize,
+    f: impl Fn(T) -> T,
+) -> f64 {
+    channel(data, c, channels, rest)
+        .map(|run| run.iter().fold(T::zero(), |sum, &v| sum + f(v)))
+        .map(wide)
+        .sum()
+}
+
+/// `out = x · scale[c] + shift[c]` for every value of every channel `c`.
+fn scale_and_shift<T: Element>(x: &[T], scale: &[T], shift: &[T], rest: usize) -> Vec<T> {
+    let channels = scale.len();
+    let mut out = vec![T::zero(); x.len()];
+    out.par_chunks_mut(rest.max(1))
+        .zip(x.par_chunks(rest.max(1)))
+        .enumerate()
+        .for_each(|(plane, (out, x))| {
+            let (scale, shift) = (scale[plane % channels], shift[plane % channels]);
+            out.iter_mut()
+                .zip(x)
+                .for_each(|(o, &v)| *o = v * scale + shift);
+        });
+    out
+}
+
+fn wide<T: Element>(v: T) -> f64 {
+    num_traits::ToPrimitive::to_f64(&v).unwrap_or(f64::NAN)
+}
+
+fn cast<T: Element>(v: f64) -> T {
+    T::from(v).unwrap_or_else(T::nan)
+}
+
+fn normalize_typed<T: Element>(
+    x: &FlexTensor,
+    [gamma, beta, mean, variance]: [&FlexTensor; 4],
+    epsilon: f64,
+    dtype: DType,
+) -> FlexTensor {
+    let (_, _, rest) = split(x.layout().shape());
+    let (mean, variance): (&[T], &[T]) = (mean.storage(), variance.storage());
+    let (scale, shift) = affine(gamma.storage(), beta.storage(), mean, variance, epsilon);
+    narrow(
+        scale_and_shift(x.storage(), &scale, &shift, rest),
+        x.layout().shape().clone(),
+        dtype,
+    )
+}
+
+/// Per channel, the `scale` and `shift` with which `x · scale + shift` is the normalised output.
+fn affine<T: Element>(
+    gamma: &[T],
+    beta: &[T],
+    mean: &[T],
+    variance: &[T],
+    epsilon: f64,
+) -> (Vec<T>, Vec<T>) {
+    let scale: Vec<T> = (0..gamma.len())
+        .map(|c| gamma[c] / (variance[c] + cast(epsilon)).sqrt())
+        .collect();
+    let shift = (0..gamma.len())
+        .map(|c| beta[c] - mean[c] * scale[c])
+        .collect();
+    (scale, shift)
+}
+
+/// `(x − mean) / √(variance + ε) · γ + β` per channel.
+pub(crate) fn batch_norm(
+    x: FlexTensor,
+    gamma: FlexTensor,
+    beta: FlexTensor,
+    mean: FlexTensor,
+    variance: FlexTensor,
+    epsilon: f64,
+) -> FlexTensor {
+    let dtype = x.dtype();
+    let [x, gamma, beta, mean, variance] = [x, gamma, beta, mean, variance].map(widen);
+    let params = [&gamma, &beta, &mean, &variance];
+    match x.dtype() {
+        DType::F64 => normalize_typed::<f64>(&x, params, epsilon, dtype),
+        _ => normalize_typed::<f32>(&x, params, epsilon, dtype),
+    }
+}
+
+/// Batch mean and biased variance of every channel.
+fn statistics<T: Element>(x: &[T], channels: usize, rest: usize) -> (Vec<T>, Vec<T>) {
+    let count = (x.len() / channels.max(1)).max(1) as f64;
+    (0..channels)
+        .into_par_iter()
+        .map(|c| {
+            let mean = channel_sum(x, c, channels, rest, |v| v) / count;
+            let centre = cast::<T>(mean);
+            let squares = channel_sum(x, c, channels, rest, |v| (v - centre) * (v - centre));
+            (centre, cast::<T>(squares / count))
+        })
+        .unzip()
+}
+
+fn train_typed<T: Element>(
+    [x, gamma, beta]: [&FlexTensor; 3],
+    epsilon: f64,
+    dtype: DType,
+) -> [FlexTensor; 3] {
+    let shape = x.layout().shape().clone();
+    let (_, channels, rest) = split(&shape);
+    let (mean, variance) = statistics::<T>(x.storage(), channels, rest);
+    let (scale, shift) = affine(gamma.storage(), beta.storage(), &mean, &variance, epsilon);
+    let output = scale_and_shift(x.storage(), &scale, &shift, rest);
+    let per_channel = Shape::new([channels]);
+    [
+        narrow(output, shape, dtype),
+        narrow(mean, per_channel.clone(), dtype),
+        narrow(variance, per_channel, dtype),
+    ]
+}
+
+/// Batch normalisation with the batch's own statistics: `[output, mean, biased variance]`.
+pub(crate) fn batch_norm_train(
+    x: FlexTensor,
+    gamma: FlexTensor,
+    beta: FlexTensor,
+    epsilon: f64,
+) -> [FlexTensor; 3] {
+    let dtype = x.dtype();
+    let [x, gamma, beta] = [x, gamma, beta].map(widen);
+    match x.dtype() {
+        DType::F64 => train_typed::<f64>([&x, &gamma, &beta], epsilon, dtype),
+        _ => train_typed::<f32>([&x, &gamma, &beta], epsilon, dtype),
+    }
+}
+
+fn backward_typed<T: Element>(
+    [x, gamma, mean, variance, output_grad]: [&FlexTensor; 5],
+    epsilon: f64,
+    dtype: DType,
+) -> [FlexTensor; 3] {
+    let shape = x.layout().shape().clone();
+    let (_, channels, rest) = split(&shape);
+    let (x, dy): (&[T], &[T]) = (x.storage(), output_grad.storage());
+    let (gamma, mean, variance): (&[T], &[T], &[T]) =
+        (gamma.storage(), mean.storage(), variance.storage());
+    let inv_std: Vec<T> = variance
+        .iter()
+        .map(|&v| (v + cast(epsilon)).sqrt().recip())
+        .collect();
+    // Per channel: Σ dy (β's gradient) and Σ dy · x̂ (γ's gradient), x̂ the normalised input.
+    let (beta_grad, gamma_grad): (Vec<T>, Vec<T>) = (0..channels)
+        .into_par_iter()
+        .map(|c| {
+            let (mut sum_dy, mut sum_dy_x) = (0.0f64, 0.0f64);
+            for (x_run, dy_run) in channel(x, c, channels, rest).zip(channel(dy, c, channels, rest))
+            {
+                let (s, sx) = x_run
+                    .iter()
+                    .zip(dy_run)
+                    .fold((T::zero(), T::zero()), |(s, sx), (&x, &dy)| {
+                        (s + dy, sx + dy * (x - mean[c]))
+                    });
+                sum_dy += wide(s);
+                sum_dy_x += wide(sx);
+            }
+            (cast::<T>(sum_dy), cast::<T>(sum_dy_x) * inv_std[c])
+        })
+        .unzip();
+    // dx = γ/σ · (dy − mean(dy) − x̂ · mean(dy · x̂)), as x · a + dy · b + c per channel.
+    let count: T = cast((x.len() / channels.max(1)).max(1) as f64);
+    let mut x_grad = vec![T::zero(); x.len()];
+    x_grad
+        .par_chunks_mut(rest.max(1))
+        .zip(x.par_chunks(rest.max(1)).zip(dy.par_chunks(rest.max(1))))
+        .enumerate()
+        .for_each(|(plane, (out, (x, dy)))| {
+            let c = plane % channels;
+            let scale = gamma[c] * inv_std[c];
+            let mean_dy = beta_grad[c] / count;
+            let projection = gamma_grad[c] / count * inv_std[c];
+            for ((o, &x), &dy) in out.iter_mut().zip(x).zip(dy) {
+                *o = scale * (dy - mean_dy - (x - mean[c]) * projection);
+            }
+        });
+    let per_channel = Shape::new([channels]);
+    [
+        narrow(x_grad, shape, dtype),
+        narrow(gamma_grad, per_channel.clone(), dtype),
+        narrow(beta_grad, per_channel, dtype),
+    ]
+}
+
+/// Gradients of [`batch_norm_train`]: `[x, γ, β]`.
+pub(crate) fn batch_norm_train_backward(
+    x: FlexTensor,
+    gamma: FlexTensor,
+    mean: FlexTensor,
+    variance: FlexTensor,
+    epsilon: f64,
+    output_grad: FlexTensor,
+) -> [FlexTensor; 3] {
+    let dtype = x.dtype();
+    let tensors = [x, gamma, mean, variance, output_grad].map(widen);
+    let tensors = [
+        &tensors[0],
+        &tensors[1],
+        &tensors[2],
+        &tensors[3],
+        &tensors[4],
+    ];
+    match tensors[0].dtype() {
+        DType::F64 => backward_typed::<f64>(tensors, epsilon, dtype),
+        _ => backward_typed::<f32>(tensors, epsilon, dtype),
+    }
+}
