@@ -10,8 +10,10 @@
 //! model on labelled photos, its mistakes drawn on a [`contact_sheet`].
 //! [`backend`] chooses where the work runs, from what [`hardware`] finds; [`synth`] draws the
 //! built-in dataset; [`bench`] measures the backends side by side; [`progress`], [`report`] and
-//! [`chart`] talk to people; [`cli`] is the command line.
+//! [`chart`] talk to people; [`cli`] is the command line; [`allocator`] keeps the CPU
+//! backends' freed buffers for reuse.
 
+pub mod allocator;
 pub mod augment;
 pub mod backend;
 pub mod batch;

@@ -3,6 +3,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    catdog::allocator::keep_freed_memory();
     if std::env::var_os("BURN_DEVICE").is_none() {
         // burn reads state it has no device for (Adam's moments, when a run resumes) onto its
         // default device, which would be the GPU and fail on machines without one; the state
