@@ -196,8 +196,10 @@ fn bench_backend(
     let mut trainer = Trainer::new(
         synth::CLASSES.len(),
         &backend.device,
-        7,
-        FitSettings::default().weight_decay,
+        &FitSettings {
+            seed: 7,
+            ..FitSettings::default()
+        },
     );
 
     progress.started(backend, "warming up");

@@ -107,6 +107,14 @@ pub struct TrainArgs {
     /// Randomly flip, crop and colour-shift the training pictures, differently every epoch
     #[arg(long)]
     pub augment: bool,
+    /// Zero this fraction of the features before the classifier in every training step
+    /// [default: 0]
+    #[arg(long, value_name = "F")]
+    pub dropout: Option<f64>,
+    /// Give this share of each target's probability to all classes evenly; the training loss
+    /// shown then includes it [default: 0]
+    #[arg(long, value_name = "F")]
+    pub label_smoothing: Option<f64>,
     /// Model folder to write; it also holds the run's checkpoint.
     #[arg(long, value_name = "DIR", default_value = "models/catdog")]
     pub out: PathBuf,
@@ -278,6 +286,14 @@ fn run_train(args: TrainArgs) -> Result<ExitCode> {
             options.settings.learning_rate
         );
     }
+    for (flag, value) in [
+        ("--dropout", options.settings.dropout),
+        ("--label-smoothing", options.settings.label_smoothing),
+    ] {
+        if !(0.0..1.0).contains(&value) {
+            bail!("{flag} must be at least 0 and below 1, not {value}");
+        }
+    }
     if !(0.0..0.9).contains(&options.val_split) {
         bail!(
             "--val-split must be at least 0 and below 0.9, not {}",
@@ -334,6 +350,10 @@ fn new_run_options(args: &TrainArgs) -> TrainOptions {
             seed: args.seed.unwrap_or(defaults.settings.seed),
             augment: args.augment,
             patience: args.patience.map(|n| n as usize),
+            dropout: args.dropout.unwrap_or(defaults.settings.dropout),
+            label_smoothing: args
+                .label_smoothing
+                .unwrap_or(defaults.settings.label_smoothing),
         },
         out: args.out.clone(),
         resume: false,
@@ -376,6 +396,12 @@ fn resume_options(args: &TrainArgs) -> Result<TrainOptions> {
             format!("{:?}", settings.schedule),
         ),
         differs("--weight-decay", args.weight_decay, settings.weight_decay),
+        differs("--dropout", args.dropout, settings.dropout),
+        differs(
+            "--label-smoothing",
+            args.label_smoothing,
+            settings.label_smoothing,
+        ),
         differs(
             "--patience",
             args.patience.map(|n| n.to_string()),

@@ -5,7 +5,9 @@
 use burn::module::Module;
 use burn::nn::conv::{Conv2d, Conv2dConfig};
 use burn::nn::pool::{AdaptiveAvgPool2d, AdaptiveAvgPool2dConfig, MaxPool2d, MaxPool2dConfig};
-use burn::nn::{BatchNorm, BatchNormConfig, Linear, LinearConfig, PaddingConfig2d};
+use burn::nn::{
+    BatchNorm, BatchNormConfig, Dropout, DropoutConfig, Linear, LinearConfig, PaddingConfig2d,
+};
 use burn::tensor::activation::relu;
 use burn::tensor::{Device, Tensor};
 
@@ -41,19 +43,22 @@ impl ConvBlock {
     }
 }
 
-/// Four [`ConvBlock`]s of 32, 64, 128 and 128 channels, global average pooling, then a
-/// linear layer to one logit per class. Takes `[batch, 3, size, size]` images of at least
-/// 16 px.
+/// Four [`ConvBlock`]s of 32, 64, 128 and 128 channels, global average pooling, dropout,
+/// then a linear layer to one logit per class. Takes `[batch, 3, size, size]` images of at
+/// least 16 px.
 #[derive(Module, Debug)]
 pub struct SmallCnn {
     blocks: Vec<ConvBlock>,
     pool: AdaptiveAvgPool2d,
+    /// Active only on an autodiff device, that is while training; saves no weights.
+    dropout: Dropout,
     classifier: Linear,
 }
 
 impl SmallCnn {
-    /// A freshly initialised network for `classes` classes.
-    pub fn new(classes: usize, device: &Device) -> SmallCnn {
+    /// A freshly initialised network for `classes` classes that zeroes a `dropout` fraction
+    /// (in `[0, 1)`) of the pooled features while training.
+    pub fn new(classes: usize, dropout: f64, device: &Device) -> SmallCnn {
         let mut channels_in = 3;
         let blocks = CHANNELS
             .iter()
@@ -66,6 +71,7 @@ impl SmallCnn {
         SmallCnn {
             blocks,
             pool: AdaptiveAvgPool2dConfig::new([1, 1]).init(),
+            dropout: DropoutConfig::new(dropout).init(),
             classifier: LinearConfig::new(channels_in, classes).init(device),
         }
     }
@@ -74,6 +80,6 @@ impl SmallCnn {
     pub fn forward(&self, images: Tensor<4>) -> Tensor<2> {
         let features = self.blocks.iter().fold(images, |x, block| block.forward(x));
         let pooled = self.pool.forward(features).flatten::<2>(1, 3);
-        self.classifier.forward(pooled)
+        self.classifier.forward(self.dropout.forward(pooled))
     }
 }

@@ -108,7 +108,7 @@ pub fn load(dir: &Path, device: &Device) -> Result<(SmallCnn, ModelInfo)> {
         info_path.display()
     );
 
-    let mut model = SmallCnn::new(info.classes.len(), device);
+    let mut model = SmallCnn::new(info.classes.len(), 0.0, device);
     let mut store = SafetensorsStore::from_bytes(Some(weights));
     let applied = model.load_from(&mut store).map_err(|err| {
         anyhow::anyhow!(

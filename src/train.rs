@@ -95,6 +95,13 @@ pub struct FitSettings {
     pub augment: bool,
     /// Stop early once validation accuracy has not improved for this many epochs.
     pub patience: Option<usize>,
+    /// Fraction of the features zeroed before the classifier in every training step.
+    #[serde(default)]
+    pub dropout: f64,
+    /// Cross-entropy's label smoothing: the targets give this share of their probability to
+    /// all classes evenly, so the network is not pushed towards certainty.
+    #[serde(default)]
+    pub label_smoothing: f64,
 }
 
 impl Default for FitSettings {
@@ -108,6 +115,8 @@ impl Default for FitSettings {
             seed: 42,
             augment: false,
             patience: None,
+            dropout: 0.0,
+            label_smoothing: 0.0,
         }
     }
 }
@@ -364,7 +373,7 @@ pub fn train(
         )
     })?;
     let (model, epochs) = match outcome {
-        FitOutcome::Finished { model, history } => (model, history),
+        FitOutcome::Finished { model, history } => (*model, history),
         FitOutcome::Stopped { by, position } => {
             return Err(anyhow!(Stopped {
                 by,
@@ -418,7 +427,7 @@ pub fn train(
 /// AdamW's two moments) twice over while the next one replaces it, plus slack for the
 /// descriptions.
 fn room_needed(backend: &Backend) -> u64 {
-    let parameters = SmallCnn::new(2, &backend.device).num_params() as u64;
+    let parameters = SmallCnn::new(2, 0.0, &backend.device).num_params() as u64;
     parameters * 4 * (1 + 2 * 3) + (1 << 20)
 }
 
@@ -578,7 +587,7 @@ pub fn fit(
         no_checkpoints,
         progress,
     )? {
-        FitOutcome::Finished { model, history } => Ok((model, history)),
+        FitOutcome::Finished { model, history } => Ok((*model, history)),
         FitOutcome::Stopped { by, position } => bail!("stopped by {} at {position}", by.name()),
     }
 }
@@ -587,7 +596,8 @@ pub fn fit(
 pub enum FitOutcome {
     /// Every epoch ran, or patience ran out; `model` is the best epoch's network.
     Finished {
-        model: SmallCnn,
+        /// Boxed: a network is much larger than the other variant.
+        model: Box<SmallCnn>,
         history: Vec<EpochStats>,
     },
     /// A signal arrived; a checkpoint of the position was saved.
@@ -620,19 +630,13 @@ pub fn fit_from(
     }
     let (mut trainer, mut position, mut history, mut best) = match start {
         Some(start) => (
-            Trainer::restore(
-                classes,
-                device,
-                start.model,
-                start.optimizer,
-                settings.weight_decay,
-            )?,
+            Trainer::restore(classes, device, start.model, start.optimizer, settings)?,
             start.state.position,
             start.state.history,
             start.best,
         ),
         None => (
-            Trainer::new(classes, device, settings.seed, settings.weight_decay),
+            Trainer::new(classes, device, settings),
             Position {
                 epoch: 1,
                 ..Position::default()
@@ -668,6 +672,7 @@ pub fn fit_from(
                     settings
                         .schedule
                         .learning_rate(settings.learning_rate, step, total_steps);
+                trainer.seed_step(step);
                 let Step { loss, correct } = trainer.step(batch, learning_rate);
                 if !loss.is_finite() {
                     bail!(
@@ -752,10 +757,13 @@ pub fn fit_from(
         }
     }
     let model = match best {
-        Some(best) => network_from_bytes(classes, device, best.model)?,
+        Some(best) => network_from_bytes(classes, 0.0, device, best.model)?,
         None => trainer.model().valid(),
     };
-    Ok(FitOutcome::Finished { model, history })
+    Ok(FitOutcome::Finished {
+        model: Box::new(model),
+        history,
+    })
 }
 
 /// A network being trained with AdamW on cross-entropy: one [`step`](Self::step) is one batch.
@@ -767,19 +775,23 @@ pub struct Trainer {
     loss: CrossEntropyLoss,
     /// `device` with autodiff.
     device: Device,
+    /// The run's seed when the network has dropout, whose masks [`seed_step`](Self::seed_step)
+    /// draws from it.
+    dropout_seed: Option<u64>,
 }
 
 impl Trainer {
-    /// A freshly initialised network on `device`, its weights drawn from `seed`, trained with
-    /// AdamW's `weight_decay`.
-    pub fn new(classes: usize, device: &Device, seed: u64, weight_decay: f64) -> Trainer {
+    /// A freshly initialised network on `device`, its weights drawn from `settings.seed`,
+    /// trained with `settings`' weight decay, dropout and label smoothing.
+    pub fn new(classes: usize, device: &Device, settings: &FitSettings) -> Trainer {
         let device = device.clone().autodiff();
-        device.seed(seed);
+        device.seed(settings.seed);
         Trainer {
-            model: Some(SmallCnn::new(classes, &device)),
-            optimizer: adamw(weight_decay),
-            loss: CrossEntropyLossConfig::new().init(&device),
+            model: Some(SmallCnn::new(classes, settings.dropout, &device)),
+            optimizer: adamw(settings.weight_decay),
+            loss: training_loss(settings, &device),
             device,
+            dropout_seed: dropout_seed(settings),
         }
     }
 
@@ -790,21 +802,31 @@ impl Trainer {
         device: &Device,
         model: Vec<u8>,
         optimizer: Vec<u8>,
-        weight_decay: f64,
+        settings: &FitSettings,
     ) -> Result<Trainer> {
         let device = device.clone().autodiff();
-        let network = network_from_bytes(classes, &device, model)?;
+        let network = network_from_bytes(classes, settings.dropout, &device, model)?;
         // AdamW's state is read onto burn's default device and moves to the parameters'
         // device at the next step.
-        let optimizer = adamw(weight_decay)
+        let optimizer = adamw(settings.weight_decay)
             .from_bytes(Bytes::from_bytes_vec(optimizer))
             .map_err(|err| anyhow!("the checkpoint's optimizer state cannot be read: {err}"))?;
         Ok(Trainer {
             model: Some(network),
             optimizer,
-            loss: CrossEntropyLossConfig::new().init(&device),
+            loss: training_loss(settings, &device),
             device,
+            dropout_seed: dropout_seed(settings),
         })
+    }
+
+    /// Seeds the device's random numbers for step `step` (from 0) of the run, so that dropout
+    /// draws the same masks whether or not the run was interrupted and resumed. Without
+    /// dropout nothing is drawn and nothing is seeded.
+    pub fn seed_step(&self, step: usize) {
+        if let Some(seed) = self.dropout_seed {
+            self.device.seed(seed ^ (step as u64).rotate_left(32));
+        }
     }
 
     /// The network and the optimizer state, serialised for a checkpoint.
@@ -876,9 +898,15 @@ pub struct Step {
     pub correct: usize,
 }
 
-/// A network read from [`Trainer::to_bytes`]'s output onto `device`.
-fn network_from_bytes(classes: usize, device: &Device, bytes: Vec<u8>) -> Result<SmallCnn> {
-    let mut network = SmallCnn::new(classes, device);
+/// A network read from [`Trainer::to_bytes`]'s output onto `device`, with `dropout` for
+/// training on.
+fn network_from_bytes(
+    classes: usize,
+    dropout: f64,
+    device: &Device,
+    bytes: Vec<u8>,
+) -> Result<SmallCnn> {
+    let mut network = SmallCnn::new(classes, dropout, device);
     let mut store = BurnpackStore::from_bytes(Some(Bytes::from_bytes_vec(bytes)));
     let applied = network
         .load_from(&mut store)
@@ -892,6 +920,19 @@ fn network_from_bytes(classes: usize, device: &Device, bytes: Vec<u8>) -> Result
         );
     }
     Ok(network)
+}
+
+fn dropout_seed(settings: &FitSettings) -> Option<u64> {
+    (settings.dropout > 0.0).then_some(settings.seed)
+}
+
+/// Cross-entropy, label-smoothed when `settings` ask for it; validation always scores against
+/// the plain labels.
+fn training_loss(settings: &FitSettings, device: &Device) -> CrossEntropyLoss {
+    let smoothing = (settings.label_smoothing > 0.0).then_some(settings.label_smoothing as f32);
+    CrossEntropyLossConfig::new()
+        .with_smoothing(smoothing)
+        .init(device)
 }
 
 /// AdamW with PyTorch's epsilon, so that the two are compared on the same optimizer.
@@ -934,6 +975,30 @@ pub fn evaluate(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::{BackendKind, cpu_backend};
+    use burn::tensor::{Int, Tensor};
+
+    #[test]
+    fn label_smoothing_gives_every_class_a_share_of_the_target() {
+        let device = cpu_backend(BackendKind::Flex).device;
+        let loss = |label_smoothing| {
+            let settings = FitSettings {
+                label_smoothing,
+                ..FitSettings::default()
+            };
+            let logits = Tensor::<2>::from_floats([[2.0, 0.0]], &device);
+            let labels = Tensor::<1, Int>::from_ints([0], &device);
+            training_loss(&settings, &device)
+                .forward(logits, labels)
+                .into_scalar::<f32>() as f64
+        };
+        let p_cat = 2f64.exp() / (2f64.exp() + 1.0);
+        let (log_cat, log_dog) = (p_cat.ln(), (1.0 - p_cat).ln());
+        assert!((loss(0.0) + log_cat).abs() < 1e-6, "{}", loss(0.0));
+        // Targets 0.95 and 0.05: 1 − 0.1 for the label, then 0.1 shared by the two classes.
+        let smoothed = -(0.95 * log_cat + 0.05 * log_dog);
+        assert!((loss(0.1) - smoothed).abs() < 1e-6, "{}", loss(0.1));
+    }
 
     #[test]
     fn one_cycle_rises_to_the_peak_at_30_percent_then_falls_as_pytorch_does() {

@@ -195,6 +195,14 @@ fn bad_data_folders_are_clear_errors() {
 
     assert_fails_with(&catdog(&["train", "--epochs", "0"]), "0 is not in 1..");
     assert_fails_with(
+        &catdog(&["train", "--dropout", "1"]),
+        "--dropout must be at least 0 and below 1, not 1",
+    );
+    assert_fails_with(
+        &catdog(&["train", "--label-smoothing=-0.1"]),
+        "--label-smoothing must be at least 0 and below 1, not -0.1",
+    );
+    assert_fails_with(
         &catdog(&["train", "--backend", "tpu"]),
         "invalid value 'tpu'",
     );

@@ -18,11 +18,15 @@ use serde_json::Value;
 const EPOCHS: &str = "3";
 
 /// `catdog train` on 600 generated 32 px pictures, about two seconds an epoch on flex, with
-/// augmentation, so that resuming is shown to replay it exactly.
+/// augmentation, dropout and label smoothing, so that resuming is shown to replay them exactly.
 fn train_args(out: &Path) -> Vec<String> {
     [
         "train",
         "--augment",
+        "--dropout",
+        "0.3",
+        "--label-smoothing",
+        "0.1",
         "--backend",
         "flex",
         "--generated",

@@ -2,6 +2,7 @@
 
 mod common;
 
+use burn::module::Module;
 use burn::tensor::Distribution::Uniform;
 use burn::tensor::{Device, Tensor};
 use catdog::backend::{BackendKind, cpu_backend};
@@ -107,14 +108,15 @@ fn wgpu_training_lowers_the_loss() {
     assert_loss_falls(&epochs);
 }
 
-/// A network trained for one epoch on flex on 64 generated pictures of `size` px, and the
-/// pictures it held out.
+/// A network trained with dropout for one epoch on flex on 64 generated pictures of `size` px,
+/// and the pictures it held out.
 fn one_epoch_model(size: u32, seed: u64) -> (SmallCnn, ImageSet) {
     let (train, val) = generated(64, size, seed);
     let settings = FitSettings {
         epochs: 1,
         batch_size: 16,
         seed,
+        dropout: 0.3,
         ..FitSettings::default()
     };
     let (model, _) = fit(
@@ -179,6 +181,31 @@ fn a_saved_model_predicts_the_same_on_every_backend() {
             }
         }
     }
+}
+
+/// Dropout draws new masks in every training pass and stays out of inference.
+#[test]
+fn dropout_acts_while_training_only() {
+    let device = cpu_backend(BackendKind::Flex).device;
+    let training = device.clone().autodiff();
+    training.seed(3);
+    let images = Tensor::<4>::random([8, 3, 16, 16], Uniform(0.0, 1.0), &device);
+    let on_training = Tensor::<4>::from_data(images.to_data(), &training);
+    let logits = |model: &SmallCnn, images: &Tensor<4>| model.forward(images.clone()).into_data();
+
+    let without = SmallCnn::new(2, 0.0, &training);
+    assert_eq!(
+        logits(&without, &on_training),
+        logits(&without, &on_training)
+    );
+    let with = SmallCnn::new(2, 0.5, &training);
+    assert_ne!(
+        logits(&with, &on_training),
+        logits(&with, &on_training),
+        "two training passes drew the same dropout mask"
+    );
+    let inference = with.valid();
+    assert_eq!(logits(&inference, &images), logits(&inference, &images));
 }
 
 /// The training pictures again, every label swapped: the better the network learns its
