@@ -200,7 +200,7 @@ fn backward_typed<T: Element>(
             (cast::<T>(sum_dy), cast::<T>(sum_dy_x) * inv_std[c])
         })
         .unzip();
-    // dx = γ/σ · (dy − mean(dy) − x̂ · mean(dy · x̂)), as x · a + dy · b + c per channel.
+    // dx = γ/σ · (dy − mean(dy) − x̂ · mean(dy · x̂)), from each channel's two sums above.
     let count: T = cast((x.len() / channels.max(1)).max(1) as f64);
     let mut x_grad = vec![T::zero(); x.len()];
     x_grad
