@@ -6,9 +6,10 @@
 
 use std::path::PathBuf;
 
-use catdog::backend::{BackendChoice, select};
-use catdog::predict::Predictor;
-use catdog::train::{TrainOptions, train};
+use anyhow::bail;
+use catdog::device::{BackendChoice, select};
+use catdog::inference::Predictor;
+use catdog::training::{TrainOptions, TrainOutcome, train};
 
 fn main() -> anyhow::Result<()> {
     let backend = select(BackendChoice::Auto)?.backend;
@@ -16,7 +17,10 @@ fn main() -> anyhow::Result<()> {
         out: PathBuf::from("models/example"),
         ..TrainOptions::default()
     };
-    let report = train(&options, &backend, &mut ())?;
+    let report = match train(&options, &backend, &mut ())? {
+        TrainOutcome::Finished(report) => report,
+        TrainOutcome::Stopped(stopped) => bail!("{stopped}"),
+    };
     let kept = report.kept_epoch();
     println!(
         "trained on {}: {:.0} photos/s, validation accuracy {:.1} %",
@@ -29,7 +33,7 @@ fn main() -> anyhow::Result<()> {
         Some(photo) => PathBuf::from(photo),
         None => {
             let dir = options.out.join("drawn");
-            catdog::synth::write_dataset(&dir, 2, 64, 7)?;
+            catdog::data::synth::write_dataset(&dir, 2, 64, 7)?;
             dir.join("dog/00000.png")
         }
     };

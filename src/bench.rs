@@ -4,27 +4,24 @@
 //! same image and batch size. After a warm-up (which also lets wgpu compile and autotune its
 //! kernels), each figure is taken over `repeats` timed windows of at least `seconds` each, and
 //! reported as the median with the min and max. A training step is forward, backward and
-//! AdamW step (training's default weight decay), with the loss read back to the host, which waits for the device: the clock
-//! stops only when the work is done. An inference step reads the class probabilities back.
+//! AdamW step (training's default weight decay), with the loss read back to the host, which
+//! waits for the device: the clock stops only when the work is done. An inference step reads
+//! the class probabilities back.
 
 use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use burn::module::Module;
-use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::augment::batch_rng;
-use crate::backend::{Backend, BackendKind};
-use crate::batch::{AugmentEpoch, HostBatch, Normalization, batch_indices, prefetch};
-use crate::dataset::{Dataset, Sample};
-use crate::decode::decode_photo;
-use crate::hardware::{self, CpuInfo, GpuAdapter};
-use crate::images::ImageSet;
-use crate::pixel_cache;
-use crate::synth;
-use crate::train::{FitSettings, Trainer};
+use crate::data::{
+    AugmentEpoch, Dataset, HostBatch, ImageSet, Normalization, Sample, batch_indices, batch_rng,
+    decode_photos, load_or_decode, prefetch, synth,
+};
+use crate::device::{self, Backend, BackendKind, CpuInfo, GpuAdapter};
+use crate::inference::class_probabilities;
+use crate::training::{FitSettings, Trainer};
 
 /// AdamW's learning rate in the bench: constant, as in the PyTorch reference.
 const LEARNING_RATE: f64 = 1e-3;
@@ -150,7 +147,7 @@ pub fn run(
     let photos = match &settings.data {
         Some(dir) => {
             let data = Dataset::scan(dir)?;
-            let cached = pixel_cache::load_or_decode(&data, settings.image_size, &|| {})?;
+            let cached = load_or_decode(&data, settings.image_size, &|| {})?;
             if cached.images.is_empty() {
                 bail!("none of the photos in {} could be decoded", dir.display());
             }
@@ -171,8 +168,8 @@ pub fn run(
     Ok(BenchReport {
         catdog_version: env!("CARGO_PKG_VERSION").to_string(),
         machine: Machine {
-            cpu: hardware::cpu_info().clone(),
-            gpus: hardware::all_gpu_adapters().into_iter().cloned().collect(),
+            cpu: device::cpu_info().clone(),
+            gpus: device::all_gpu_adapters().into_iter().cloned().collect(),
             os: format!("{} {}", std::env::consts::OS, std::env::consts::ARCH),
         },
         settings: settings.clone(),
@@ -237,7 +234,7 @@ fn bench_backend(
         step += 1;
         let indices = &batches[step % batches.len()];
         let images: Vec<&[u8]> = indices.iter().map(|&i| pictures.image(i)).collect();
-        crate::predict::class_probabilities(
+        class_probabilities(
             &model,
             &images,
             pictures.size(),
@@ -330,9 +327,8 @@ fn measure(
 /// Decodes a batch of photos on every core, as the first run over a folder does; returns
 /// how many decoded.
 fn decode_batch(samples: &[&Sample], size: u32) -> Result<usize> {
-    let decoded: Vec<Vec<u8>> = samples
-        .par_iter()
-        .map(|sample| decode_photo(&sample.path, size))
+    let decoded: Vec<Vec<u8>> = decode_photos(samples, size, &|| {})
+        .into_iter()
         .collect::<Result<_>>()?;
     Ok(decoded.len())
 }

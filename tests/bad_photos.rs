@@ -8,7 +8,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use catdog::decode::decode_photo;
+use catdog::data::decode_photo;
 use common::{catdog, text};
 use image::{ImageFormat, Rgb, RgbImage, Rgba, RgbaImage};
 use serde_json::Value;

@@ -214,7 +214,7 @@ fn bad_data_folders_are_clear_errors() {
 
 #[test]
 fn backend_gpu_without_a_gpu_suggests_the_cpu() {
-    if let Some(gpu) = catdog::hardware::hardware_gpu() {
+    if let Some(gpu) = catdog::device::hardware_gpu() {
         eprintln!(
             "SKIPPED backend_gpu_without_a_gpu_suggests_the_cpu: this machine has {}",
             gpu.describe()

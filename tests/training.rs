@@ -5,15 +5,11 @@ mod common;
 use burn::module::Module;
 use burn::tensor::Distribution::Uniform;
 use burn::tensor::{Device, Tensor};
-use catdog::backend::{BackendKind, cpu_backend};
-use catdog::batch::Normalization;
-use catdog::dataset::stratified_split;
-use catdog::images::ImageSet;
-use catdog::model::SmallCnn;
-use catdog::predict::{Predictor, class_probabilities};
-use catdog::saved_model::{self, ModelInfo};
-use catdog::synth;
-use catdog::train::{EpochStats, FitSettings, Schedule, best_epoch, evaluate, fit};
+use catdog::data::{ImageSet, Normalization, stratified_split, synth};
+use catdog::device::{BackendKind, cpu_backend};
+use catdog::inference::{Predictor, class_probabilities, evaluate};
+use catdog::model::{self as saved_model, ModelInfo, SmallCnn};
+use catdog::training::{EpochStats, FitSettings, Schedule, best_epoch, fit};
 
 /// Generated pictures split 90/10.
 fn generated(count: usize, size: u32, seed: u64) -> (ImageSet, ImageSet) {

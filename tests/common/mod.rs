@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use catdog::backend::{self, Backend, BackendChoice};
+use catdog::device::{self as backend, Backend, BackendChoice};
 
 /// True when `variable` is set to 1: a missing optional part is then a failure, not a skip.
 fn required(variable: &str) -> bool {

@@ -1,0 +1,99 @@
+//! Pictures of the numbers, as SVG or PNG: bar charts of photos per second ([`BarChart`]),
+//! and a training run's curves ([`Curves`]).
+
+mod bars;
+mod curves;
+
+use std::path::Path;
+use std::sync::Once;
+
+use anyhow::{Result, anyhow, bail};
+use image::ImageEncoder;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use crate::fs::write_atomically;
+
+pub use bars::{BarChart, BarGroup};
+pub use curves::{Curves, Series};
+
+/// Something [`write`] can draw on any plotters backend.
+pub trait Picture {
+    /// Width and height in pixels.
+    fn size(&self) -> (u32, u32);
+    fn draw<DB: DrawingBackend>(&self, root: DrawingArea<DB, Shift>) -> Result<()>;
+}
+
+/// The colours of the first, second and third series.
+const COLORS: [RGBColor; 3] = [
+    RGBColor(52, 101, 164),
+    RGBColor(245, 121, 0),
+    RGBColor(78, 154, 6),
+];
+
+/// Writes `chart` to `path`, as SVG or PNG by its extension.
+pub fn write(chart: &impl Picture, path: &Path) -> Result<()> {
+    let (width, height) = chart.size();
+    let extension = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    // Both backends measure text with the bundled font to lay the chart out.
+    register_font();
+    let bytes = match extension.as_deref() {
+        Some("svg") => {
+            let mut svg = String::new();
+            chart.draw(SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area())?;
+            svg.into_bytes()
+        }
+        Some("png") => {
+            let mut pixels = vec![0u8; (width * height * 3) as usize];
+            chart.draw(
+                BitMapBackend::with_buffer(&mut pixels, (width, height)).into_drawing_area(),
+            )?;
+            let mut png = Vec::new();
+            image::codecs::png::PngEncoder::new(&mut png)
+                .write_image(&pixels, width, height, image::ExtendedColorType::Rgb8)
+                .map_err(|err| anyhow!("cannot encode {}: {err}", path.display()))?;
+            png
+        }
+        _ => bail!(
+            "cannot draw {}: a chart file must end in .svg or .png",
+            path.display()
+        ),
+    };
+    write_atomically(path, &bytes)
+}
+
+/// Registers the bundled DejaVu Sans as "sans-serif", once.
+pub(crate) fn register_font() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let font: &'static [u8] = include_bytes!("../../assets/DejaVuSans.ttf");
+        plotters::style::register_font("sans-serif", FontStyle::Normal, font)
+            .unwrap_or_else(|_| unreachable!("the bundled font is valid"));
+    });
+}
+
+fn plot_error<DB: DrawingBackend>(err: DrawingAreaErrorKind<DB::ErrorType>) -> anyhow::Error {
+    anyhow!("cannot draw the chart: {err}")
+}
+
+/// 1234.5 → "1,235"; 45.67 → "45.7"; 7.512 → "7.51".
+pub fn format_number(value: f64) -> String {
+    if value >= 100.0 {
+        let digits = format!("{value:.0}");
+        let mut out = String::new();
+        for (i, c) in digits.chars().enumerate() {
+            if i > 0 && (digits.len() - i) % 3 == 0 {
+                out.push(',');
+            }
+            out.push(c);
+        }
+        out
+    } else if value >= 10.0 {
+        format!("{value:.1}")
+    } else {
+        format!("{value:.2}")
+    }
+}

@@ -1,0 +1,101 @@
+//! `catdog bench`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Result, bail};
+use clap::Args;
+
+use crate::bench::{self, BenchSettings};
+use crate::chart;
+use crate::device::{self, Backend, BackendChoice};
+use crate::fs::write_atomically;
+use crate::output::{self, TerminalBenchProgress};
+
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  \
+    catdog bench\n  \
+    catdog bench --backends wgpu,flex --image-size 128 --chart bench.svg\n  \
+    catdog bench --data ~/Pictures/pets --json > bench.json")]
+pub struct BenchArgs {
+    /// Backends to measure, comma-separated [default: wgpu if there is a GPU, flex, ndarray]
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "LIST")]
+    pub backends: Vec<BackendChoice>,
+    /// Side of the pictures in pixels.
+    #[arg(long, value_name = "PX", default_value_t = defaults().image_size,
+          value_parser = clap::value_parser!(u32).range(16..=1024))]
+    pub image_size: u32,
+    /// Photos per step.
+    #[arg(long, default_value_t = defaults().batch_size as u32,
+          value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub batch_size: u32,
+    /// Also time decoding these photos, and training on them straight from disk.
+    #[arg(long, value_name = "DIR")]
+    pub data: Option<PathBuf>,
+    /// Minimum length of each timed window.
+    #[arg(long, value_name = "S", default_value_t = defaults().seconds)]
+    pub seconds: f64,
+    /// Timed windows per figure; the median is reported.
+    #[arg(long, value_name = "K", default_value_t = defaults().repeats as u32,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub repeats: u32,
+    /// Untimed training steps first (wgpu compiles and tunes its kernels then).
+    #[arg(long, value_name = "N", default_value_t = defaults().warmup_steps as u32)]
+    pub warmup_steps: u32,
+    /// Print the whole result as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write the table as Markdown to this file.
+    #[arg(long, value_name = "FILE")]
+    pub export_markdown: Option<PathBuf>,
+    /// Also draw a bar chart to this .svg or .png file.
+    #[arg(long, value_name = "FILE")]
+    pub chart: Option<PathBuf>,
+}
+
+fn defaults() -> BenchSettings {
+    BenchSettings::default()
+}
+
+pub(super) fn run(args: BenchArgs) -> Result<ExitCode> {
+    if !(args.seconds > 0.0 && args.seconds.is_finite()) {
+        bail!("--seconds must be a positive number, not {}", args.seconds);
+    }
+    let choices = if args.backends.is_empty() {
+        let mut defaults = vec![BackendChoice::Flex, BackendChoice::Ndarray];
+        if device::hardware_gpu().is_some() {
+            defaults.insert(0, BackendChoice::Gpu);
+        }
+        defaults
+    } else {
+        args.backends
+    };
+    let mut backends: Vec<Backend> = Vec::new();
+    for choice in choices {
+        let backend = device::select(choice)?.backend;
+        if !backends.iter().any(|b| b.kind == backend.kind) {
+            backends.push(backend);
+        }
+    }
+    let settings = BenchSettings {
+        image_size: args.image_size,
+        batch_size: args.batch_size as usize,
+        seconds: args.seconds,
+        repeats: args.repeats as usize,
+        warmup_steps: args.warmup_steps as usize,
+        data: args.data,
+    };
+    let report = bench::run(&backends, &settings, &mut TerminalBenchProgress)?;
+    if let Some(path) = &args.export_markdown {
+        write_atomically(path, output::bench_markdown(&report).as_bytes())?;
+    }
+    if let Some(path) = &args.chart {
+        chart::write(&output::bench_chart(&report), path)?;
+    }
+    if args.json {
+        println!("{}", serde_json::to_string(&report)?);
+    } else {
+        println!("{}", output::bench_text(&report));
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,88 @@
+//! `catdog eval`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::Args;
+
+use super::with_default;
+use crate::device::{self, BackendChoice};
+use crate::inference::{
+    Photos, Predictor, check_contact_sheet_path, evaluate_folder, write_contact_sheet,
+};
+use crate::output;
+use crate::training::TrainOptions;
+
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  \
+    catdog eval --data ../shared/data/dogs-vs-cats-2k\n  \
+    catdog eval --model models/big --data photos/test --worst 20 --json\n  \
+    catdog eval --data photos/test --mistakes mistakes.png\n  \
+    catdog eval --data photos --held-out --flip   # the photos `train --data photos` held out")]
+pub struct EvalArgs {
+    /// Labelled photos: one sub-folder per class, or Kaggle's `cat.123.jpg` names.
+    #[arg(long, value_name = "DIR")]
+    pub data: PathBuf,
+    /// Model folder written by `catdog train`.
+    #[arg(long, value_name = "DIR", default_value_os_t = defaults().out)]
+    pub model: PathBuf,
+    /// Where to compute.
+    #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
+    pub backend: BackendChoice,
+    /// How many of the most confidently wrong photos to list.
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub worst: usize,
+    /// Draw those photos, with what the model said, on a contact sheet (PNG).
+    #[arg(long, value_name = "F.png")]
+    pub mistakes: Option<PathBuf>,
+    /// Evaluate only the photos that `catdog train --data DIR` held out for validation
+    /// (with the same --val-split and --seed), not the ones it learned from.
+    #[arg(long)]
+    pub held_out: bool,
+    #[arg(long, value_name = "F", requires = "held_out",
+          help = with_default("The --val-split the model was trained with", defaults().val_split))]
+    pub val_split: Option<f64>,
+    #[arg(long, requires = "held_out",
+          help = with_default("The --seed the model was trained with", defaults().settings.seed))]
+    pub seed: Option<u64>,
+    /// Average each photo's prediction with its mirror image's (twice the work).
+    #[arg(long)]
+    pub flip: bool,
+    /// Print the whole result as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn defaults() -> TrainOptions {
+    TrainOptions::default()
+}
+
+pub(super) fn run(args: EvalArgs) -> Result<ExitCode> {
+    if let Some(sheet) = &args.mistakes {
+        check_contact_sheet_path(sheet)?;
+    }
+    let selection = device::select(args.backend)?;
+    let predictor = Predictor::load(&args.model, &selection.backend)?.with_flip(args.flip);
+    let subset = if args.held_out {
+        Photos::HeldOut {
+            val_split: args.val_split.unwrap_or(defaults().val_split),
+            seed: args.seed.unwrap_or(defaults().settings.seed),
+        }
+    } else {
+        Photos::All
+    };
+    let evaluation = evaluate_folder(&predictor, &args.data, subset, args.worst)?;
+    for skip in &evaluation.skipped {
+        eprintln!("warning: skipped {}: {}", skip.path.display(), skip.reason);
+    }
+    if let Some(sheet) = &args.mistakes {
+        write_contact_sheet(&evaluation.most_confidently_wrong, sheet)?;
+        eprintln!("Drew the mistakes in {}", sheet.display());
+    }
+    match args.json {
+        true => println!("{}", serde_json::to_string(&evaluation)?),
+        false => print!("{}", output::evaluation_text(&evaluation)),
+    }
+    Ok(ExitCode::SUCCESS)
+}

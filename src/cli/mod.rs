@@ -1,0 +1,80 @@
+//! The command line: `catdog train`, `predict`, `eval`, `bench`, `devices` and `synth`, one
+//! file each. The only module that knows about clap; each command turns its flags into the
+//! library's types, calls the library, and prints through [`crate::output`].
+
+mod bench;
+mod devices;
+mod eval;
+mod predict;
+mod synth;
+mod train;
+mod values;
+
+use std::fmt::Display;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "catdog",
+    version,
+    about = "Train a small network to tell cats from dogs, on the GPU or the CPU, \
+             and see how many photos per second each one processes.",
+    after_help = "Examples:\n  \
+        catdog train                          # generated pictures, best backend here\n  \
+        catdog train --backend cpu            # the same on the CPU, to compare photos/s\n  \
+        catdog train --data ~/Pictures/pets   # your photos: pets/cat/*.jpg, pets/dog/*.jpg\n  \
+        catdog predict photo.jpg\n  \
+        catdog bench                          # photos/s of every backend, side by side\n  \
+        catdog devices                        # does this computer have a GPU?"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Train a model on a folder of photos (or on generated pictures) and save it.
+    Train(train::TrainArgs),
+    /// Say whether photos show a cat or a dog, with the probability.
+    Predict(predict::PredictArgs),
+    /// Measure a model on a labelled photo folder: accuracy, per class, and its worst mistakes.
+    Eval(eval::EvalArgs),
+    /// Measure photos per second of each backend, side by side.
+    Bench(bench::BenchArgs),
+    /// Show the CPU and GPUs this machine has, and which backend auto picks.
+    Devices(devices::DevicesArgs),
+    /// Write a generated dataset of drawn cat and dog faces.
+    Synth(synth::SynthArgs),
+}
+
+/// Runs a parsed command line; errors are printed, and become a non-zero exit code.
+fn run(cli: Cli) -> ExitCode {
+    let result = match cli.command {
+        Command::Train(args) => train::run(args),
+        Command::Predict(args) => predict::run(args),
+        Command::Eval(args) => eval::run(args),
+        Command::Bench(args) => bench::run(args),
+        Command::Devices(args) => devices::run(args),
+        Command::Synth(args) => synth::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("error: {}", format!("{err:#}").trim_end());
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Parses the command line of this process and runs it.
+pub fn main() -> ExitCode {
+    run(Cli::parse())
+}
+
+/// Help for a flag whose default is the library's: `"TEXT [default: VALUE]"`.
+fn with_default(text: &str, value: impl Display) -> String {
+    format!("{text} [default: {value}]")
+}

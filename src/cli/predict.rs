@@ -1,0 +1,78 @@
+//! `catdog predict`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Result, bail};
+use clap::Args;
+
+use crate::data::photos_in;
+use crate::device::{self, BackendChoice};
+use crate::inference::Predictor;
+use crate::output;
+use crate::training::TrainOptions;
+
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  \
+    catdog predict photo.jpg\n  \
+    catdog predict --model models/big ~/Pictures/pets\n  \
+    catdog predict --json a.jpg b.png")]
+pub struct PredictArgs {
+    /// Photos, or folders whose photos (sub-folders included) are all predicted.
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// Model folder written by `catdog train`.
+    #[arg(long, value_name = "DIR", default_value_os_t = TrainOptions::default().out)]
+    pub model: PathBuf,
+    /// Where to compute; any backend runs a model trained on any other.
+    #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
+    pub backend: BackendChoice,
+    /// Average each photo's prediction with its mirror image's (twice the work).
+    #[arg(long)]
+    pub flip: bool,
+    /// Print one JSON object per photo.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub(super) fn run(args: PredictArgs) -> Result<ExitCode> {
+    let mut photos = Vec::new();
+    for path in &args.paths {
+        if path.is_dir() {
+            let found = photos_in(path, true)?;
+            if found.is_empty() {
+                bail!("no photos found in {}", path.display());
+            }
+            photos.extend(found);
+        } else {
+            photos.push(path.clone());
+        }
+    }
+    let selection = device::select(args.backend)?;
+    let predictor = Predictor::load(&args.model, &selection.backend)?.with_flip(args.flip);
+    let width = photos
+        .iter()
+        .map(|p| p.display().to_string().chars().count())
+        .max()
+        .unwrap_or(0);
+
+    let mut failures = 0;
+    for result in predictor.predict_files(&photos) {
+        match result {
+            Ok(prediction) if args.json => println!("{}", output::prediction_json(&prediction)),
+            Ok(prediction) => println!("{}", output::prediction_line(&prediction, width)),
+            Err(err) => {
+                failures += 1;
+                eprintln!("error: {}", format!("{err:#}").trim_end());
+            }
+        }
+    }
+    if failures > 0 {
+        eprintln!(
+            "{failures} of {} photos could not be predicted",
+            photos.len()
+        );
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
+}

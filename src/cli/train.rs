@@ -1,0 +1,143 @@
+//! `catdog train`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::Args;
+
+use super::with_default;
+use crate::device::{self, BackendChoice};
+use crate::output::{self, TerminalProgress};
+use crate::training::{self, Schedule, TrainOptions, TrainOutcome, TrainRequest};
+
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  \
+    catdog train\n  \
+    catdog train --backend gpu --epochs 10\n  \
+    catdog train --data data/dogs-vs-cats --image-size 128 --out models/big\n  \
+    catdog train --data DIR --augment --epochs 30 --batch-size 64 --lr 0.002 --schedule one-cycle\n  \
+    catdog train --backend cpu --json\n  \
+    catdog train --resume --out models/big     # after Ctrl-C or a crash")]
+pub struct TrainArgs {
+    /// Folder of photos: one sub-folder per class (DIR/cat/, DIR/dog/) or Kaggle's names
+    /// (DIR/cat.1.jpg). Without it, catdog trains on generated pictures.
+    #[arg(long, value_name = "DIR")]
+    pub data: Option<PathBuf>,
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(20..),
+          help = with_default("How many pictures to generate when there is no --data",
+                              defaults().generated_count))]
+    pub generated: Option<u32>,
+    /// Where to compute: auto picks the GPU when there is a real one.
+    #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
+    pub backend: BackendChoice,
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..),
+          help = with_default("Passes over the training photos", defaults().settings.epochs))]
+    pub epochs: Option<u32>,
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096),
+          help = with_default("Photos per training step", defaults().settings.batch_size))]
+    pub batch_size: Option<u32>,
+    #[arg(long, value_name = "PX", value_parser = clap::value_parser!(u32).range(16..=1024),
+          help = with_default("Photos are squashed to this many pixels square",
+                              defaults().image_size))]
+    pub image_size: Option<u32>,
+    #[arg(long, value_name = "F",
+          help = with_default("AdamW's (peak) learning rate", defaults().settings.learning_rate))]
+    pub lr: Option<f64>,
+    #[arg(long, value_enum,
+          help = with_default("How the learning rate changes over the run",
+                              defaults().settings.schedule.name()))]
+    pub schedule: Option<Schedule>,
+    #[arg(long, value_name = "F",
+          help = with_default("AdamW's weight decay", defaults().settings.weight_decay))]
+    pub weight_decay: Option<f64>,
+    /// Stop once validation accuracy has not improved for N epochs (the best epoch is kept
+    /// either way)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub patience: Option<u32>,
+    #[arg(long, value_name = "F",
+          help = with_default("Fraction of each class held back to measure accuracy",
+                              defaults().val_split))]
+    pub val_split: Option<f64>,
+    #[arg(long,
+          help = with_default("Seeds the weights, the split, the shuffling and the augmentation",
+                              defaults().settings.seed))]
+    pub seed: Option<u64>,
+    /// Randomly flip, crop and colour-shift the training pictures, differently every epoch
+    #[arg(long)]
+    pub augment: bool,
+    #[arg(long, value_name = "F",
+          help = with_default("Zero this fraction of the features before the classifier in \
+                               every training step", defaults().settings.dropout))]
+    pub dropout: Option<f64>,
+    #[arg(long, value_name = "F",
+          help = with_default("Give this share of each target's probability to all classes \
+                               evenly; the training loss shown then includes it",
+                              defaults().settings.label_smoothing))]
+    pub label_smoothing: Option<f64>,
+    /// Model folder to write; it also holds the run's checkpoint.
+    #[arg(long, value_name = "DIR", default_value_os_t = defaults().out)]
+    pub out: PathBuf,
+    /// Continue the interrupted run in --out, with the photos and settings it was started with.
+    #[arg(long)]
+    pub resume: bool,
+    /// Print the final report as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn defaults() -> TrainOptions {
+    TrainOptions::default()
+}
+
+impl TrainArgs {
+    /// The flags as the library takes them, `None` where not given.
+    fn request(&self) -> TrainRequest {
+        let size = |n: Option<u32>| n.map(|n| n as usize);
+        TrainRequest {
+            data: self.data.clone(),
+            generated: size(self.generated),
+            image_size: self.image_size,
+            epochs: size(self.epochs),
+            batch_size: size(self.batch_size),
+            learning_rate: self.lr,
+            schedule: self.schedule,
+            weight_decay: self.weight_decay,
+            patience: size(self.patience),
+            val_split: self.val_split,
+            seed: self.seed,
+            augment: self.augment,
+            dropout: self.dropout,
+            label_smoothing: self.label_smoothing,
+            out: self.out.clone(),
+            resume: self.resume,
+        }
+    }
+}
+
+pub(super) fn run(args: TrainArgs) -> Result<ExitCode> {
+    let options = args.request().options()?;
+    let selection = device::select(args.backend)?;
+    eprintln!(
+        "backend: {} on {}. {}",
+        selection.backend.kind, selection.backend.device_name, selection.reason
+    );
+    training::install_interrupt_handlers()?;
+    let report = match training::train(
+        &options,
+        &selection.backend,
+        &mut TerminalProgress::default(),
+    )? {
+        TrainOutcome::Finished(report) => report,
+        TrainOutcome::Stopped(stopped) => {
+            eprintln!("{stopped}");
+            return Ok(ExitCode::from(stopped.by.exit_code()));
+        }
+    };
+    if args.json {
+        println!("{}", output::train_json(&report));
+    } else {
+        println!("{}", output::train_summary(&report));
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,325 @@
+//! Decoded, resized pixels kept on disk, so that only the first run over a folder decodes.
+//!
+//! The first `catdog train --data DIR` decodes every photo once, streaming the pixels into
+//! `DIR/.catdog-cache/pixels-<size>px-<key>.u8` (or, where `DIR` is read-only, under
+//! `$XDG_CACHE_HOME/catdog` or `~/.cache/catdog`), then memory-maps that file; later runs map it straight away. The key covers
+//! the file list, sizes, modification times, classes and image size, so a changed folder is
+//! decoded again. Files are written under a temporary name and renamed, the index (`.json`)
+//! last, so a killed run never leaves a cache that looks whole.
+
+use std::fs::{self, File};
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use memmap2::Mmap;
+use serde::{Deserialize, Serialize};
+
+use super::dataset::{Dataset, Sample};
+use super::decode::{Skipped, decode_photos};
+use super::images::{ImageSet, Pixels, image_bytes};
+use crate::fs::{partial_file_in, write_atomically};
+
+/// Bumped whenever decoding or the file layout changes, which invalidates old caches.
+const FORMAT_VERSION: u32 = 1;
+/// Photos decoded at a time while writing a cache: bounds the memory the first run needs.
+const CHUNK_PHOTOS: usize = 512;
+
+/// The photos of a folder, decoded.
+#[derive(Debug)]
+pub struct DecodedPhotos {
+    /// The photos that decoded, in the order of the samples.
+    pub images: ImageSet,
+    /// For each sample, its index in `images`; `None` for a photo that was skipped.
+    pub image_of_sample: Vec<Option<usize>>,
+    pub skipped: Vec<Skipped>,
+    /// Where the pixels came from.
+    pub source: Source,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Source {
+    /// Read from a cache written by an earlier run.
+    Cache(PathBuf),
+    /// Decoded now and cached for later runs.
+    DecodedAndCached(PathBuf),
+    /// Decoded now into memory: no cache folder could be written (the reason).
+    DecodedInMemory(String),
+}
+
+/// The index beside the pixels.
+#[derive(Serialize, Deserialize)]
+struct Index {
+    format_version: u32,
+    image_size: u32,
+    fingerprint: String,
+    samples: usize,
+    /// Sample number and reason of every photo that did not decode.
+    skipped: Vec<(usize, String)>,
+}
+
+/// The photos of `dataset` as `size` px pixels: from the cache when it is current, otherwise
+/// decoded on every core and cached. `photo_done` is called after each photo decoded.
+pub fn load_or_decode(
+    dataset: &Dataset,
+    size: u32,
+    photo_done: &(dyn Fn() + Sync),
+) -> Result<DecodedPhotos> {
+    let (data, samples) = (&dataset.root, &dataset.samples[..]);
+    // Names the cache and is stored in it: a changed folder gets a new one.
+    let fingerprint = &dataset.fingerprint;
+    let folders = cache_folders(data);
+    let name = format!(
+        "pixels-{size}px-{:08x}",
+        crc32fast::hash(fingerprint.as_bytes())
+    );
+    for folder in &folders {
+        if let Some(found) = open(&folder.join(&name), samples, fingerprint, size) {
+            return Ok(found);
+        }
+    }
+    let mut reasons = Vec::new();
+    for folder in &folders {
+        match write(folder, &name, samples, fingerprint, size, photo_done) {
+            Ok(()) => {
+                let base = folder.join(&name);
+                let mut written = open(&base, samples, fingerprint, size).with_context(|| {
+                    format!(
+                        "the cache just written at {} does not read back",
+                        base.display()
+                    )
+                })?;
+                written.source = Source::DecodedAndCached(base.with_extension("u8"));
+                return Ok(written);
+            }
+            Err(err) => reasons.push(format!("{}: {err:#}", folder.display())),
+        }
+    }
+    let mut pixels = Vec::new();
+    let skipped = decode_all(samples, size, photo_done, |chunk| {
+        pixels.extend_from_slice(chunk);
+        Ok(())
+    })?;
+    Ok(assemble(
+        samples,
+        size,
+        Pixels::Owned(pixels),
+        skipped,
+        Source::DecodedInMemory(reasons.join("; ")),
+    ))
+}
+
+/// `DATA/.catdog-cache`, then the user's cache folder. A photo folder marked read-only is
+/// left alone even where writing would succeed (as root).
+fn cache_folders(data: &Path) -> Vec<PathBuf> {
+    let mut folders = Vec::new();
+    if fs::metadata(data).is_ok_and(|meta| !meta.permissions().readonly()) {
+        folders.push(data.join(".catdog-cache"));
+    }
+    let user_cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")));
+    if let Some(user_cache) = user_cache {
+        let absolute = fs::canonicalize(data).unwrap_or_else(|_| data.to_path_buf());
+        let folder_key = crc32fast::hash(absolute.as_os_str().as_encoded_bytes());
+        folders.push(user_cache.join("catdog").join(format!("{folder_key:08x}")));
+    }
+    folders
+}
+
+/// The cache at `base` (`.json` + `.u8`), if it is whole and for exactly these photos.
+fn open(base: &Path, samples: &[Sample], fingerprint: &str, size: u32) -> Option<DecodedPhotos> {
+    let index: Index = serde_json::from_slice(&fs::read(base.with_extension("json")).ok()?).ok()?;
+    let current = index.format_version == FORMAT_VERSION
+        && index.image_size == size
+        && index.fingerprint == fingerprint
+        && index.samples == samples.len()
+        && index
+            .skipped
+            .iter()
+            .all(|(sample, _)| *sample < samples.len())
+        && index.skipped.windows(2).all(|pair| pair[0].0 < pair[1].0);
+    if !current {
+        return None;
+    }
+    let file = File::open(base.with_extension("u8")).ok()?;
+    // Safety: the file is only ever written under a temporary name and renamed into place,
+    // never changed in place, by catdog.
+    let map = unsafe { Mmap::map(&file) }.ok()?;
+    let decoded = samples.len() - index.skipped.len();
+    if map.len() != decoded * image_bytes(size) {
+        return None;
+    }
+    Some(assemble(
+        samples,
+        size,
+        Pixels::Mapped(map),
+        index.skipped,
+        Source::Cache(base.with_extension("u8")),
+    ))
+}
+
+/// Decodes `samples` into `folder/name.u8` and its index, replacing older caches of this size.
+fn write(
+    folder: &Path,
+    name: &str,
+    samples: &[Sample],
+    fingerprint: &str,
+    size: u32,
+    photo_done: &(dyn Fn() + Sync),
+) -> Result<()> {
+    fs::create_dir_all(folder).context("cannot create the cache folder")?;
+    let mut pixels_file = partial_file_in(folder).context("cannot write in the cache folder")?;
+    let mut writer = BufWriter::new(pixels_file.as_file_mut());
+    let skipped = decode_all(samples, size, photo_done, |chunk| {
+        writer.write_all(chunk)?;
+        Ok(())
+    })?;
+    writer.flush()?;
+    drop(writer);
+    let index = Index {
+        format_version: FORMAT_VERSION,
+        image_size: size,
+        fingerprint: fingerprint.to_string(),
+        samples: samples.len(),
+        skipped,
+    };
+    let base = folder.join(name);
+    remove_older_caches(folder, size, name);
+    pixels_file.persist(base.with_extension("u8"))?;
+    write_atomically(&base.with_extension("json"), &serde_json::to_vec(&index)?)
+}
+
+/// Other caches of the same image size in `folder`: a folder's old contents.
+fn remove_older_caches(folder: &Path, size: u32, keep: &str) {
+    let prefix = format!("pixels-{size}px-");
+    for entry in fs::read_dir(folder).into_iter().flatten().flatten() {
+        let file_name = entry.file_name().to_string_lossy().to_string();
+        if file_name.starts_with(&prefix) && !file_name.starts_with(keep) {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// Decodes `samples` in chunks on every core, handing each chunk's pixels to `sink`;
+/// returns the (sample, reason) of every photo that failed.
+fn decode_all(
+    samples: &[Sample],
+    size: u32,
+    photo_done: &(dyn Fn() + Sync),
+    mut sink: impl FnMut(&[u8]) -> Result<()>,
+) -> Result<Vec<(usize, String)>> {
+    let mut skipped = Vec::new();
+    for (chunk_number, chunk) in samples.chunks(CHUNK_PHOTOS).enumerate() {
+        let decoded = decode_photos(chunk, size, photo_done);
+        let mut pixels = Vec::with_capacity(chunk.len() * image_bytes(size));
+        for (offset, result) in decoded.into_iter().enumerate() {
+            match result {
+                Ok(image) => pixels.extend_from_slice(&image),
+                Err(err) => skipped.push((
+                    chunk_number * CHUNK_PHOTOS + offset,
+                    format!("{:#}", err.root_cause()),
+                )),
+            }
+        }
+        sink(&pixels)?;
+    }
+    Ok(skipped)
+}
+
+fn assemble(
+    samples: &[Sample],
+    size: u32,
+    pixels: Pixels,
+    skipped: Vec<(usize, String)>,
+    source: Source,
+) -> DecodedPhotos {
+    let mut image_of_sample = vec![None; samples.len()];
+    let mut labels = Vec::new();
+    let mut next_skipped = skipped.iter().map(|(sample, _)| *sample).peekable();
+    for (sample_number, sample) in samples.iter().enumerate() {
+        if next_skipped.peek() == Some(&sample_number) {
+            next_skipped.next();
+            continue;
+        }
+        image_of_sample[sample_number] = Some(labels.len());
+        labels.push(sample.label);
+    }
+    DecodedPhotos {
+        images: ImageSet::from_pixels(size, pixels, labels),
+        image_of_sample,
+        skipped: skipped
+            .into_iter()
+            .map(|(sample, reason)| Skipped {
+                path: samples[sample].path.clone(),
+                reason,
+            })
+            .collect(),
+        source,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn photo(path: &Path, color: [u8; 3]) {
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        image::RgbImage::from_pixel(90, 40, image::Rgb(color))
+            .save_with_format(path, image::ImageFormat::Jpeg)
+            .unwrap();
+    }
+
+    fn load(dir: &Path) -> DecodedPhotos {
+        load_or_decode(&Dataset::scan(dir).unwrap(), 16, &|| {}).unwrap()
+    }
+
+    #[test]
+    fn the_second_run_reads_the_cache_and_a_changed_folder_is_decoded_again() {
+        let dir = tempfile::tempdir().unwrap();
+        photo(&dir.path().join("cat/1.jpg"), [200, 30, 10]);
+        fs::write(dir.path().join("cat/2.jpg"), b"this is not a jpeg").unwrap();
+        photo(&dir.path().join("dog/1.jpg"), [10, 30, 200]);
+
+        let first = load(dir.path());
+        let Source::DecodedAndCached(cache) = &first.source else {
+            panic!("{:?}", first.source)
+        };
+        assert_eq!(first.images.len(), 2);
+        assert_eq!(first.image_of_sample, [Some(0), None, Some(1)]);
+        assert_eq!(first.skipped.len(), 1);
+        assert!(first.skipped[0].path.ends_with("cat/2.jpg"));
+        let pixel = &first.images.image(0)[..3];
+        assert!(pixel[0] > 180 && pixel[2] < 40, "{pixel:?}");
+
+        let second = load(dir.path());
+        assert_eq!(second.source, Source::Cache(cache.clone()));
+        assert_eq!(second.image_of_sample, first.image_of_sample);
+        assert_eq!(second.skipped[0].path, first.skipped[0].path);
+        assert_eq!(second.skipped[0].reason, first.skipped[0].reason);
+        for i in 0..2 {
+            assert_eq!(second.images.image(i), first.images.image(i));
+        }
+
+        photo(&dir.path().join("dog/2.jpg"), [10, 200, 30]);
+        let third = load(dir.path());
+        let Source::DecodedAndCached(new_cache) = &third.source else {
+            panic!("{:?}", third.source)
+        };
+        assert_eq!(third.images.len(), 3);
+        assert!(!cache.exists(), "the old folder's cache is removed");
+
+        // A damaged cache is never used: it is decoded and written again. (Replaced, not
+        // changed in place: `third` still maps the old file.)
+        let last_picture = third.images.image(2).to_vec();
+        fs::remove_file(new_cache).unwrap();
+        fs::write(new_cache, b"short").unwrap();
+        let fourth = load(dir.path());
+        assert!(
+            matches!(fourth.source, Source::DecodedAndCached(_)),
+            "{:?}",
+            fourth.source
+        );
+        assert_eq!(fourth.images.image(2), last_picture);
+    }
+}

@@ -1,0 +1,350 @@
+//! Finding labelled photos on disk, and holding some back for validation.
+//!
+//! Two layouts are understood: one sub-folder per class (`DIR/cat/*.jpg`, `DIR/dog/*.jpg`),
+//! and Kaggle's flat layout (`DIR/cat.123.jpg`), where the class is the name's part before
+//! the first dot.
+
+use std::collections::{BTreeMap, HashSet};
+use std::fs;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+
+/// File extensions read as photos (any case).
+pub const PHOTO_EXTENSIONS: [&str; 7] = ["jpg", "jpeg", "png", "webp", "bmp", "gif", "jfif"];
+
+/// One photo and the index of its class.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Sample {
+    pub path: PathBuf,
+    pub label: usize,
+}
+
+impl AsRef<Path> for Sample {
+    fn as_ref(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// How the classes were laid out on disk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// `DIR/<class>/<photo>`
+    ClassFolders,
+    /// `DIR/<class>.<anything>.<ext>`
+    FlatNames,
+}
+
+/// The photos of a folder, sorted by path, and their class names, sorted.
+#[derive(Clone, Debug)]
+pub struct Dataset {
+    pub root: PathBuf,
+    pub layout: Layout,
+    pub classes: Vec<String>,
+    pub samples: Vec<Sample>,
+    /// Identifies the exact photos: their class, path, size and modification time. Any
+    /// photo added, removed, replaced or touched changes it.
+    pub fingerprint: String,
+}
+
+impl Dataset {
+    /// Scans `root` in whichever layout it uses. Needs at least two classes.
+    pub fn scan(root: &Path) -> Result<Dataset> {
+        if !root.exists() {
+            bail!("data folder {} does not exist", root.display());
+        }
+        if !root.is_dir() {
+            bail!("data folder {} is not a folder", root.display());
+        }
+        let mut by_class: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
+        let mut loose_photos = Vec::new();
+        for entry in read_dir_sorted(root)? {
+            if is_hidden(&entry) {
+                continue;
+            }
+            if entry.is_dir() {
+                let photos = photos_in(&entry, false)?;
+                if !photos.is_empty() {
+                    by_class.insert(file_name(&entry), photos);
+                }
+            } else if is_photo(&entry) {
+                loose_photos.push(entry);
+            }
+        }
+
+        let layout = if by_class.is_empty() {
+            for photo in loose_photos {
+                let name = file_name(&photo);
+                let class = name.split('.').next().unwrap_or_default().to_string();
+                by_class.entry(class).or_default().push(photo);
+            }
+            Layout::FlatNames
+        } else {
+            Layout::ClassFolders
+        };
+
+        if by_class.is_empty() {
+            bail!(
+                "no photos found in {} (looked for {} files, in class sub-folders or named \
+                 like cat.1.jpg)",
+                root.display(),
+                PHOTO_EXTENSIONS.join("/")
+            );
+        }
+        if by_class.len() < 2 {
+            let only = by_class.keys().next().cloned().unwrap_or_default();
+            bail!(
+                "found only one class ('{only}') in {}: training needs photos of at least two \
+                 classes, e.g. {}/cat/ and {}/dog/",
+                root.display(),
+                root.display(),
+                root.display()
+            );
+        }
+
+        let classes: Vec<String> = by_class.keys().cloned().collect();
+        let samples: Vec<Sample> = by_class
+            .into_values()
+            .enumerate()
+            .flat_map(|(label, paths)| paths.into_iter().map(move |path| Sample { path, label }))
+            .collect();
+        Ok(Dataset {
+            root: root.to_path_buf(),
+            layout,
+            fingerprint: fingerprint(&classes, &samples),
+            classes,
+            samples,
+        })
+    }
+
+    /// Photos per class, in class order.
+    pub fn class_counts(&self) -> Vec<usize> {
+        let labels: Vec<usize> = self.samples.iter().map(|s| s.label).collect();
+        count_labels(&labels, self.classes.len())
+    }
+
+    /// Splits the samples' indices into (train, validation), holding back `val_fraction` of
+    /// every class. The same seed gives the same split.
+    pub fn split(&self, val_fraction: f64, seed: u64) -> (Vec<usize>, Vec<usize>) {
+        let labels: Vec<usize> = self.samples.iter().map(|s| s.label).collect();
+        stratified_split(&labels, val_fraction, seed)
+    }
+}
+
+/// See [`Dataset::fingerprint`].
+fn fingerprint(classes: &[String], samples: &[Sample]) -> String {
+    let mut hasher = DefaultHasher::new();
+    classes.hash(&mut hasher);
+    for sample in samples {
+        sample.label.hash(&mut hasher);
+        sample.path.hash(&mut hasher);
+        if let Ok(meta) = fs::metadata(&sample.path) {
+            meta.len().hash(&mut hasher);
+            meta.modified().ok().hash(&mut hasher);
+        }
+    }
+    format!("photos-{:016x}", hasher.finish())
+}
+
+/// Splits the indices of `labels` into (train, validation), holding back `val_fraction` of
+/// every class (at least one item of a class with two or more, when the fraction is above
+/// zero). Both lists are sorted; the same seed gives the same split.
+pub fn stratified_split(
+    labels: &[usize],
+    val_fraction: f64,
+    seed: u64,
+) -> (Vec<usize>, Vec<usize>) {
+    let classes = labels.iter().max().map_or(0, |max| max + 1);
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut train = Vec::new();
+    let mut val = Vec::new();
+    for class in 0..classes {
+        let mut members: Vec<usize> = (0..labels.len()).filter(|&i| labels[i] == class).collect();
+        members.shuffle(&mut rng);
+        let mut held_back = (members.len() as f64 * val_fraction).round() as usize;
+        if val_fraction > 0.0 && members.len() >= 2 {
+            held_back = held_back.clamp(1, members.len() - 1);
+        }
+        val.extend_from_slice(&members[..held_back]);
+        train.extend_from_slice(&members[held_back..]);
+    }
+    train.sort_unstable();
+    val.sort_unstable();
+    (train, val)
+}
+
+/// How many items each class has.
+pub fn count_labels(labels: &[usize], classes: usize) -> Vec<usize> {
+    let mut counts = vec![0; classes];
+    for &label in labels {
+        counts[label] += 1;
+    }
+    counts
+}
+
+/// The photos in `dir`, sorted by path; with `recursive`, in its sub-folders too (each
+/// folder once, however symbolic links loop back).
+pub fn photos_in(dir: &Path, recursive: bool) -> Result<Vec<PathBuf>> {
+    let mut photos = Vec::new();
+    collect_photos(dir, recursive, &mut HashSet::new(), &mut photos)?;
+    Ok(photos)
+}
+
+fn collect_photos(
+    dir: &Path,
+    recursive: bool,
+    visited: &mut HashSet<PathBuf>,
+    photos: &mut Vec<PathBuf>,
+) -> Result<()> {
+    if let Ok(real) = fs::canonicalize(dir)
+        && !visited.insert(real)
+    {
+        return Ok(());
+    }
+    for entry in read_dir_sorted(dir)? {
+        if is_hidden(&entry) {
+            continue;
+        }
+        if entry.is_dir() {
+            if recursive {
+                collect_photos(&entry, true, visited, photos)?;
+            }
+        } else if is_photo(&entry) {
+            photos.push(entry);
+        }
+    }
+    Ok(())
+}
+
+fn read_dir_sorted(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut entries = fs::read_dir(dir)
+        .with_context(|| format!("cannot read folder {}", dir.display()))?
+        .map(|entry| entry.map(|e| e.path()))
+        .collect::<std::io::Result<Vec<_>>>()
+        .with_context(|| format!("cannot read folder {}", dir.display()))?;
+    entries.sort();
+    Ok(entries)
+}
+
+/// Whether the file name has a photo extension.
+pub fn is_photo(path: &Path) -> bool {
+    path.extension()
+        .and_then(|ext| ext.to_str())
+        .is_some_and(|ext| PHOTO_EXTENSIONS.contains(&ext.to_ascii_lowercase().as_str()))
+}
+
+fn is_hidden(path: &Path) -> bool {
+    path.file_name()
+        .is_some_and(|name| name.to_string_lossy().starts_with('.'))
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn touch(path: &Path) {
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, b"not decoded by scanning").unwrap();
+    }
+
+    #[test]
+    fn scans_class_folders_with_sorted_class_names() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in [
+            "dog/a.jpg",
+            "dog/b.PNG",
+            "cat/x.jpeg",
+            "cat/notes.txt",
+            "cat/.hidden.jpg",
+        ] {
+            touch(&dir.path().join(name));
+        }
+        fs::create_dir(dir.path().join("empty")).unwrap();
+        let data = Dataset::scan(dir.path()).unwrap();
+        assert_eq!(data.layout, Layout::ClassFolders);
+        assert_eq!(data.classes, ["cat", "dog"]);
+        assert_eq!(data.class_counts(), [1, 2]);
+        assert_eq!(data.samples[0].path, dir.path().join("cat/x.jpeg"));
+        assert_eq!(data.samples[0].label, 0);
+    }
+
+    #[test]
+    fn scans_kaggle_flat_names() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in [
+            "cat.0.jpg",
+            "cat.1.jpg",
+            "dog.0.jpg",
+            "dog.1.jpg",
+            "dog.2.jpg",
+            "x.txt",
+        ] {
+            touch(&dir.path().join(name));
+        }
+        let data = Dataset::scan(dir.path()).unwrap();
+        assert_eq!(data.layout, Layout::FlatNames);
+        assert_eq!(data.classes, ["cat", "dog"]);
+        assert_eq!(data.class_counts(), [2, 3]);
+        assert!(data.samples.iter().all(|s| {
+            let name = s.path.file_name().unwrap().to_string_lossy().into_owned();
+            name.starts_with(&data.classes[s.label])
+        }));
+    }
+
+    #[test]
+    fn split_is_stratified_and_fixed_by_seed() {
+        let dir = tempfile::tempdir().unwrap();
+        for i in 0..40 {
+            touch(&dir.path().join(format!("cat/{i}.jpg")));
+        }
+        for i in 0..60 {
+            touch(&dir.path().join(format!("dog/{i}.jpg")));
+        }
+        let data = Dataset::scan(dir.path()).unwrap();
+        let (train, val) = data.split(0.1, 7);
+        let labels = |indices: &[usize]| {
+            indices
+                .iter()
+                .map(|&i| data.samples[i].label)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(count_labels(&labels(&val), 2), [4, 6]);
+        assert_eq!(count_labels(&labels(&train), 2), [36, 54]);
+        let mut all: Vec<_> = train.iter().chain(&val).copied().collect();
+        all.sort();
+        all.dedup();
+        assert_eq!(all.len(), 100, "train and validation must not overlap");
+
+        assert_eq!(data.split(0.1, 7), (train.clone(), val.clone()));
+        let (_, other_val) = data.split(0.1, 8);
+        assert_ne!(other_val, val, "another seed holds back other photos");
+    }
+
+    #[test]
+    fn errors_name_the_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("nope");
+        let err = Dataset::scan(&missing).unwrap_err().to_string();
+        assert!(
+            err.contains("does not exist") && err.contains("nope"),
+            "{err}"
+        );
+
+        let err = Dataset::scan(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("no photos found"), "{err}");
+
+        touch(&dir.path().join("cat/1.jpg"));
+        let err = Dataset::scan(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("only one class ('cat')"), "{err}");
+    }
+}

@@ -1,0 +1,257 @@
+//! Which backend runs the network: the GPU through wgpu, or one of burn's two CPU backends.
+//!
+//! `--backend auto` asks [`hardware_gpu`](super::hardware_gpu) whether a real GPU exists,
+//! which is what the deep-learning frameworks do by themselves; the other choices name a
+//! backend outright.
+
+use std::fmt;
+use std::sync::OnceLock;
+
+use anyhow::{Result, anyhow, bail};
+use burn::tensor::{Device, DeviceKind};
+use serde::{Deserialize, Serialize};
+
+use super::hardware::{self, GpuAdapter};
+
+/// What the user asks for with `--backend`; [`help`](Self::help) says what each one means.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum BackendChoice {
+    #[default]
+    Auto,
+    Gpu,
+    Cpu,
+    Wgpu,
+    Flex,
+    Ndarray,
+}
+
+impl BackendChoice {
+    pub const ALL: [BackendChoice; 6] = [
+        BackendChoice::Auto,
+        BackendChoice::Gpu,
+        BackendChoice::Cpu,
+        BackendChoice::Wgpu,
+        BackendChoice::Flex,
+        BackendChoice::Ndarray,
+    ];
+
+    /// The name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendChoice::Auto => "auto",
+            BackendChoice::Gpu => "gpu",
+            BackendChoice::Cpu => "cpu",
+            BackendChoice::Wgpu => "wgpu",
+            BackendChoice::Flex => "flex",
+            BackendChoice::Ndarray => "ndarray",
+        }
+    }
+
+    /// One line for `--help`.
+    pub fn help(self) -> &'static str {
+        match self {
+            BackendChoice::Auto => "The GPU when wgpu finds a hardware one, otherwise the CPU",
+            BackendChoice::Gpu => {
+                "wgpu on a hardware GPU (Vulkan, Metal, DX12); an error where there is none"
+            }
+            BackendChoice::Cpu => "The faster CPU backend for this network (flex)",
+            BackendChoice::Wgpu => {
+                "wgpu on any adapter, software rasterizers such as lavapipe included"
+            }
+            BackendChoice::Flex => "burn's pure-Rust CPU backend",
+            BackendChoice::Ndarray => {
+                "burn's older CPU backend (deprecated in burn 0.22, slow at training)"
+            }
+        }
+    }
+}
+
+/// A concrete backend.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendKind {
+    Wgpu,
+    Flex,
+    Ndarray,
+}
+
+impl fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            BackendKind::Wgpu => "wgpu",
+            BackendKind::Flex => "flex",
+            BackendKind::Ndarray => "ndarray",
+        })
+    }
+}
+
+/// A backend ready to compute on.
+#[derive(Clone, Debug)]
+pub struct Backend {
+    pub kind: BackendKind,
+    pub device: Device,
+    /// What runs the work, e.g. "NVIDIA H200 (Vulkan, discrete GPU)".
+    pub device_name: String,
+    /// The graphics adapter, for wgpu.
+    pub adapter: Option<&'static GpuAdapter>,
+}
+
+impl Backend {
+    /// Whether the work runs on a real GPU (not the CPU, nor a software rasterizer).
+    pub fn is_hardware_gpu(&self) -> bool {
+        self.adapter.is_some_and(|a| a.kind.is_hardware())
+    }
+}
+
+/// What `--backend` resolves to on this machine, before any device is opened.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub kind: BackendKind,
+    /// The adapter, for wgpu.
+    pub adapter: Option<&'static GpuAdapter>,
+    /// Why: "auto: found a hardware GPU, …", "asked for flex".
+    pub reason: String,
+}
+
+/// The backend chosen, opened, and why it was chosen.
+#[derive(Clone, Debug)]
+pub struct Selection {
+    pub backend: Backend,
+    pub reason: String,
+}
+
+/// Resolves `--backend` and opens the device.
+pub fn select(choice: BackendChoice) -> Result<Selection> {
+    let plan = plan(choice)?;
+    Ok(Selection {
+        backend: open(&plan)?,
+        reason: plan.reason,
+    })
+}
+
+/// Resolves `--backend` to a backend (and, for wgpu, an adapter) without opening anything.
+pub fn plan(choice: BackendChoice) -> Result<Plan> {
+    let named = |kind: BackendKind, adapter: Option<&'static GpuAdapter>| Plan {
+        kind,
+        adapter,
+        reason: match adapter {
+            Some(adapter) if !adapter.kind.is_hardware() => format!(
+                "Asked for {kind}. {} is a software rasterizer: it computes on the CPU, far \
+                 slower than --backend cpu, and its first steps tune kernels for many minutes \
+                 (once; the results are cached).",
+                adapter.name
+            ),
+            _ => format!("Asked for {kind}."),
+        },
+    };
+    Ok(match choice {
+        BackendChoice::Auto => match hardware::hardware_gpu() {
+            Some(gpu) => Plan {
+                kind: BackendKind::Wgpu,
+                adapter: Some(gpu),
+                reason: format!("Chosen by auto: wgpu found {}.", gpu.describe()),
+            },
+            None => Plan {
+                kind: BackendKind::Flex,
+                adapter: None,
+                reason: format!("Chosen by auto: {}, so the CPU it is.", no_gpu_reason()),
+            },
+        },
+        BackendChoice::Gpu => match hardware::hardware_gpu() {
+            Some(gpu) => named(BackendKind::Wgpu, Some(gpu)),
+            None => bail!(
+                "--backend gpu: {}. Use --backend cpu to train on the CPU \
+                 (or --backend wgpu to run the GPU code on a software rasterizer)",
+                no_gpu_reason()
+            ),
+        },
+        BackendChoice::Wgpu => {
+            match hardware::hardware_gpu().or_else(|| hardware::gpu_adapters().first()) {
+                Some(adapter) => named(BackendKind::Wgpu, Some(adapter)),
+                None => bail!(
+                    "--backend wgpu: wgpu finds no graphics adapter at all (no Vulkan, Metal \
+                     or DX12 driver; on Debian or Ubuntu, `apt install mesa-vulkan-drivers` \
+                     gives a software one). Use --backend cpu"
+                ),
+            }
+        }
+        BackendChoice::Cpu | BackendChoice::Flex => named(BackendKind::Flex, None),
+        BackendChoice::Ndarray => named(BackendKind::Ndarray, None),
+    })
+}
+
+/// Opens the device a [`Plan`] names.
+fn open(plan: &Plan) -> Result<Backend> {
+    match (plan.kind, plan.adapter) {
+        (BackendKind::Wgpu, Some(adapter)) => wgpu_backend(adapter),
+        (BackendKind::Wgpu, None) => bail!("wgpu needs an adapter"),
+        (kind, _) => Ok(cpu_backend(kind)),
+    }
+}
+
+/// Why there is no GPU to use, in the user's words.
+fn no_gpu_reason() -> String {
+    let adapters = hardware::gpu_adapters();
+    if adapters.is_empty() {
+        "no GPU found (wgpu sees no graphics adapter)".to_string()
+    } else {
+        let names: Vec<String> = adapters.iter().map(GpuAdapter::describe).collect();
+        format!(
+            "no hardware GPU found (wgpu sees only {})",
+            names.join("; ")
+        )
+    }
+}
+
+/// A CPU backend on all the threads rayon gives it.
+pub fn cpu_backend(kind: BackendKind) -> Backend {
+    let device = match kind {
+        BackendKind::Flex => Device::flex(),
+        // Deprecated in burn 0.22 in favour of flex; catdog keeps it so both can be compared.
+        #[allow(deprecated)]
+        BackendKind::Ndarray => Device::ndarray(),
+        BackendKind::Wgpu => unreachable!("wgpu is not a CPU backend"),
+    };
+    Backend {
+        kind,
+        device,
+        device_name: format!(
+            "{} ({} threads)",
+            hardware::cpu_info().model,
+            hardware::cpu_info().compute_threads
+        ),
+        adapter: None,
+    }
+}
+
+/// wgpu on `adapter`. The runtime can be set up once per process, so the device is kept.
+fn wgpu_backend(adapter: &'static GpuAdapter) -> Result<Backend> {
+    static DEVICE: OnceLock<Result<Device, String>> = OnceLock::new();
+    let device = DEVICE
+        .get_or_init(|| {
+            Device::wgpu_options()
+                .device_kind(device_kind(adapter))
+                .init()
+                .map_err(|err| err.to_string())
+        })
+        .clone()
+        .map_err(|err| anyhow!("could not open {}: {err}", adapter.describe()))?;
+    Ok(Backend {
+        kind: BackendKind::Wgpu,
+        device,
+        device_name: adapter.describe(),
+        adapter: Some(adapter),
+    })
+}
+
+fn device_kind(adapter: &GpuAdapter) -> DeviceKind {
+    use burn::tensor::wgpu::wgpu::DeviceType;
+    let index = adapter.index_in_type;
+    match adapter.device_type {
+        DeviceType::DiscreteGpu => DeviceKind::DiscreteGpu(index),
+        DeviceType::IntegratedGpu => DeviceKind::IntegratedGpu(index),
+        DeviceType::VirtualGpu => DeviceKind::VirtualGpu(index),
+        DeviceType::Cpu => DeviceKind::Cpu,
+        DeviceType::Other => DeviceKind::DefaultDevice,
+    }
+}

@@ -1,0 +1,13 @@
+//! Where the work runs: the machine's CPU and GPUs ([`cpu_info`], [`gpu_adapters`]), the
+//! backend chosen from them ([`select`]), and how the C allocator serves the CPU backends.
+
+mod allocator;
+mod backend;
+mod hardware;
+
+pub use allocator::keep_freed_memory;
+pub use backend::{Backend, BackendChoice, BackendKind, Selection, cpu_backend, select};
+pub use hardware::{AdapterKind, GpuAdapter, hardware_gpu};
+
+pub(crate) use backend::{Plan, plan};
+pub(crate) use hardware::{CpuInfo, all_gpu_adapters, cpu_info};

@@ -1,0 +1,197 @@
+//! How a network does on labelled pictures: validation's loss and accuracy during training,
+//! and `catdog eval` on a photo folder, with where it goes wrong.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Result, bail};
+use burn::tensor::Device;
+use serde::Serialize;
+
+use super::{Predictor, log_probabilities, most_probable};
+use crate::data::{Dataset, ImageSet, Normalization, Skipped, load_or_decode};
+use crate::model::SmallCnn;
+
+/// Mean cross-entropy and accuracy of `model` on `set`, `batch_size` pictures at a time.
+pub fn evaluate(
+    model: &SmallCnn,
+    set: &ImageSet,
+    normalization: &Normalization,
+    device: &Device,
+    batch_size: usize,
+) -> (f64, f64) {
+    let images: Vec<&[u8]> = (0..set.len()).map(|i| set.image(i)).collect();
+    let rows = log_probabilities(
+        model,
+        &images,
+        set.size(),
+        normalization,
+        device,
+        false,
+        batch_size,
+    );
+    let mut loss_sum = 0.0;
+    let mut correct = 0;
+    for (row, &label) in rows.iter().zip(set.labels()) {
+        loss_sum -= row[label];
+        let predicted = (0..row.len())
+            .max_by(|&a, &b| row[a].total_cmp(&row[b]))
+            .unwrap_or(0);
+        correct += usize::from(predicted == label);
+    }
+    (
+        loss_sum / set.len() as f64,
+        correct as f64 / set.len() as f64,
+    )
+}
+
+/// One class's figures: of the photos predicted as it, how many are it (precision); of the
+/// photos that are it, how many were found (recall).
+#[derive(Clone, Debug, Serialize)]
+pub struct ClassFigures {
+    pub class: String,
+    pub photos: usize,
+    pub precision: f64,
+    pub recall: f64,
+}
+
+/// A photo the model got wrong, with how sure it was.
+#[derive(Clone, Debug, Serialize)]
+pub struct Mistake {
+    /// The photo's path (any bytes that are not UTF-8 replaced, for printing).
+    pub path: String,
+    /// The photo's path as it is, to open it.
+    #[serde(skip)]
+    pub source: PathBuf,
+    pub label: String,
+    pub predicted: String,
+    pub probability: f32,
+}
+
+/// Which photos of a folder to evaluate.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Photos {
+    All,
+    /// Only those `catdog train --val-split val_split --seed seed` held out of training.
+    HeldOut {
+        val_split: f64,
+        seed: u64,
+    },
+}
+
+/// Everything `catdog eval --json` prints.
+#[derive(Clone, Debug, Serialize)]
+pub struct Evaluation {
+    /// Which photos of the folder were evaluated.
+    pub subset: Photos,
+    /// Whether each photo's prediction was averaged with its mirror image's.
+    pub flip: bool,
+    pub photos: usize,
+    pub accuracy: f64,
+    pub classes: Vec<String>,
+    /// `confusion_matrix[true class][predicted class]`: photo counts, in `classes` order.
+    pub confusion_matrix: Vec<Vec<usize>>,
+    pub per_class: Vec<ClassFigures>,
+    /// The most confidently wrong photos, surest first.
+    pub most_confidently_wrong: Vec<Mistake>,
+    #[serde(skip)]
+    pub skipped: Vec<Skipped>,
+    pub skipped_photos: usize,
+}
+
+/// Evaluates `predictor` on the `subset` of the photos in `data`, whose classes must be the
+/// model's; keeps the `worst` most confidently wrong photos.
+pub fn evaluate_folder(
+    predictor: &Predictor,
+    data: &Path,
+    subset: Photos,
+    worst: usize,
+) -> Result<Evaluation> {
+    let dataset = Dataset::scan(data)?;
+    let classes = predictor.info().classes.clone();
+    if dataset.classes != classes {
+        bail!(
+            "{} holds the classes {:?}, the model knows {:?}",
+            data.display(),
+            dataset.classes,
+            classes
+        );
+    }
+    let photos = load_or_decode(&dataset, predictor.info().image_size, &|| {})?;
+    let samples = match subset {
+        Photos::All => (0..dataset.samples.len()).collect(),
+        Photos::HeldOut { val_split, seed } => dataset.split(val_split, seed).1,
+    };
+    // (decoded image, its path) of every chosen photo that could be decoded.
+    let chosen: Vec<(usize, &Path)> = samples
+        .into_iter()
+        .filter_map(|sample| {
+            let image = photos.image_of_sample[sample]?;
+            Some((image, dataset.samples[sample].path.as_path()))
+        })
+        .collect();
+    if chosen.is_empty() {
+        bail!(
+            "none of the chosen photos in {} could be decoded",
+            data.display()
+        );
+    }
+    let images = &photos.images;
+
+    let mut confusion_matrix = vec![vec![0; classes.len()]; classes.len()];
+    let mut mistakes = Vec::new();
+    let pixels: Vec<&[u8]> = chosen.iter().map(|&(i, _)| images.image(i)).collect();
+    for (&(i, path), probabilities) in chosen.iter().zip(predictor.probabilities(&pixels)) {
+        let (predicted, probability) = most_probable(&probabilities);
+        let label = images.labels()[i];
+        confusion_matrix[label][predicted] += 1;
+        if predicted != label {
+            mistakes.push(Mistake {
+                path: path.to_string_lossy().into_owned(),
+                source: path.to_path_buf(),
+                label: classes[label].clone(),
+                predicted: classes[predicted].clone(),
+                probability,
+            });
+        }
+    }
+    mistakes.sort_by(|a, b| b.probability.total_cmp(&a.probability));
+    mistakes.truncate(worst);
+
+    let correct: usize = (0..classes.len()).map(|c| confusion_matrix[c][c]).sum();
+    let per_class = classes
+        .iter()
+        .enumerate()
+        .map(|(c, class)| {
+            let photos: usize = confusion_matrix[c].iter().sum();
+            let predicted_as: usize = confusion_matrix.iter().map(|row| row[c]).sum();
+            ClassFigures {
+                class: class.clone(),
+                photos,
+                precision: ratio(confusion_matrix[c][c], predicted_as),
+                recall: ratio(confusion_matrix[c][c], photos),
+            }
+        })
+        .collect();
+    Ok(Evaluation {
+        subset,
+        flip: predictor.flip(),
+        photos: chosen.len(),
+        accuracy: ratio(correct, chosen.len()),
+        classes,
+        confusion_matrix,
+        per_class,
+        most_confidently_wrong: mistakes,
+        skipped_photos: photos.skipped.len(),
+        skipped: photos.skipped,
+    })
+}
+
+/// `part / whole`, or 0 when `whole` is 0 (a class never predicted has no precision).
+fn ratio(part: usize, whole: usize) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 / whole as f64
+    }
+}

@@ -1,0 +1,113 @@
+//! A trained network at work: class probabilities for photos ([`predict`]), accuracy on
+//! labelled photos ([`evaluate`], [`evaluate_folder`]), and a contact sheet of its mistakes.
+//!
+//! Validation during training, `catdog eval` and `catdog predict` all go through one
+//! forward-and-read-back loop, [`log_probabilities`], so the three can never disagree.
+
+mod contact_sheet;
+mod evaluation;
+mod predict;
+
+use burn::tensor::{Device, Tensor};
+
+use crate::data::Normalization;
+use crate::model::SmallCnn;
+
+pub use evaluation::evaluate;
+pub use predict::{Prediction, Predictor};
+
+pub(crate) use contact_sheet::{
+    check_path as check_contact_sheet_path, write as write_contact_sheet,
+};
+pub(crate) use evaluation::{Evaluation, Mistake, Photos, evaluate_folder};
+
+/// Photos sent to the device at once by `predict` and `eval`.
+const BATCH: usize = 64;
+
+/// Natural logarithms of the class probabilities of `images` (each `size × size × 3` bytes),
+/// one row per image, sent to the device `batch` at a time. With `flip`, the probabilities
+/// are the mean of the image's and its mirror image's.
+pub(crate) fn log_probabilities(
+    model: &SmallCnn,
+    images: &[&[u8]],
+    size: u32,
+    normalization: &Normalization,
+    device: &Device,
+    flip: bool,
+    batch: usize,
+) -> Vec<Vec<f64>> {
+    let mut rows = Vec::with_capacity(images.len());
+    for chunk in images.chunks(batch.max(1)) {
+        let input: Tensor<4> =
+            Tensor::from_data(normalization.to_chw(chunk.iter().copied(), size), device);
+        if flip {
+            let plain = log_softmax_rows(model.forward(input.clone()));
+            let mirrored = log_softmax_rows(model.forward(input.flip([3])));
+            rows.extend(plain.into_iter().zip(mirrored).map(|(a, b)| {
+                a.iter()
+                    .zip(&b)
+                    .map(|(a, b)| ((a.exp() + b.exp()) / 2.0).ln())
+                    .collect()
+            }));
+        } else {
+            rows.extend(log_softmax_rows(model.forward(input)));
+        }
+    }
+    rows
+}
+
+/// Class probabilities of `images` (each `size × size × 3` bytes), sent to the device as one
+/// batch, one row per image; with `flip`, the mean of each image's and its mirror image's.
+pub fn class_probabilities(
+    model: &SmallCnn,
+    images: &[&[u8]],
+    size: u32,
+    normalization: &Normalization,
+    device: &Device,
+    flip: bool,
+) -> Vec<Vec<f32>> {
+    let batch = images.len();
+    probabilities(log_probabilities(
+        model,
+        images,
+        size,
+        normalization,
+        device,
+        flip,
+        batch,
+    ))
+}
+
+/// Log-probability rows as probabilities.
+fn probabilities(log_probabilities: Vec<Vec<f64>>) -> Vec<Vec<f32>> {
+    log_probabilities
+        .into_iter()
+        .map(|row| row.into_iter().map(|lp| lp.exp() as f32).collect())
+        .collect()
+}
+
+/// The logits read back to the host, as log-softmax rows computed in f64 (no underflow for
+/// a confidently wrong photo).
+fn log_softmax_rows(logits: Tensor<2>) -> Vec<Vec<f64>> {
+    let data = logits.into_data();
+    let classes = data.shape()[1];
+    let values: Vec<f64> = data.iter::<f32>().map(f64::from).collect();
+    values
+        .chunks(classes)
+        .map(|row| {
+            let max = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let log_sum = row.iter().map(|v| (v - max).exp()).sum::<f64>().ln() + max;
+            row.iter().map(|v| v - log_sum).collect()
+        })
+        .collect()
+}
+
+/// The index and probability of the most probable class.
+pub(crate) fn most_probable(probabilities: &[f32]) -> (usize, f32) {
+    probabilities
+        .iter()
+        .copied()
+        .enumerate()
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .unwrap_or((0, 0.0))
+}

@@ -1,0 +1,105 @@
+//! Prediction: a saved model and a photo in, the class and its probability out.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use burn::tensor::Device;
+
+use super::{BATCH, log_probabilities, most_probable, probabilities};
+use crate::data::decode_photos;
+use crate::device::Backend;
+use crate::model::{self, ModelInfo, SmallCnn};
+
+/// What the model thinks one photo shows.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Prediction {
+    pub path: PathBuf,
+    /// The most probable class.
+    pub label: String,
+    pub probability: f32,
+    /// Every class with its probability, in class order.
+    pub probabilities: Vec<(String, f32)>,
+}
+
+/// A saved model loaded on a backend.
+pub struct Predictor {
+    model: SmallCnn,
+    info: ModelInfo,
+    device: Device,
+    flip: bool,
+}
+
+impl Predictor {
+    /// Loads the model folder `dir` onto `backend`, whichever backend trained it.
+    pub fn load(dir: &Path, backend: &Backend) -> Result<Predictor> {
+        let (model, info) = model::load(dir, &backend.device)?;
+        Ok(Predictor {
+            model,
+            info,
+            device: backend.device.clone(),
+            flip: false,
+        })
+    }
+
+    /// Averages each photo's probabilities with those of its mirror image (test-time
+    /// augmentation): twice the work for a steadier answer.
+    pub fn with_flip(self, flip: bool) -> Predictor {
+        Predictor { flip, ..self }
+    }
+
+    pub fn flip(&self) -> bool {
+        self.flip
+    }
+
+    pub fn info(&self) -> &ModelInfo {
+        &self.info
+    }
+
+    /// Predicts each photo; a photo that cannot be read gets its own error, the others
+    /// are still predicted. Results come in the order of `paths`.
+    pub fn predict_files(&self, paths: &[PathBuf]) -> Vec<Result<Prediction>> {
+        let mut results = Vec::with_capacity(paths.len());
+        // A chunk at a time, so that a large folder is never all in memory at once.
+        for chunk in paths.chunks(BATCH) {
+            let decoded = decode_photos(chunk, self.info.image_size, &|| {});
+            let pixels: Vec<&[u8]> = decoded.iter().filter_map(|d| d.as_deref().ok()).collect();
+            let mut probabilities = self.probabilities(&pixels).into_iter();
+            for (path, decoded) in chunk.iter().zip(decoded) {
+                results.push(decoded.map(|_| {
+                    let probabilities = probabilities.next().expect("one row per decoded photo");
+                    self.prediction(path, probabilities)
+                }));
+            }
+        }
+        results
+    }
+
+    /// Class probabilities of images already at the model's size (`size × size × 3` bytes).
+    pub fn probabilities(&self, images: &[&[u8]]) -> Vec<Vec<f32>> {
+        probabilities(log_probabilities(
+            &self.model,
+            images,
+            self.info.image_size,
+            &self.info.normalization,
+            &self.device,
+            self.flip,
+            BATCH,
+        ))
+    }
+
+    fn prediction(&self, path: &Path, probabilities: Vec<f32>) -> Prediction {
+        let (best, probability) = most_probable(&probabilities);
+        Prediction {
+            path: path.to_path_buf(),
+            label: self.info.classes[best].clone(),
+            probability,
+            probabilities: self
+                .info
+                .classes
+                .iter()
+                .cloned()
+                .zip(probabilities)
+                .collect(),
+        }
+    }
+}

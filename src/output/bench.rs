@@ -1,0 +1,188 @@
+//! `catdog bench`'s results: a table with the article's comparison, Markdown, a bar chart.
+
+use crate::bench::{BenchReport, Measurement};
+use crate::chart::{BarChart, BarGroup, format_number};
+use crate::device::BackendKind;
+
+/// The bench table, as rows of cells: backend, device, train, infer, and the speed-ups.
+fn bench_rows(report: &BenchReport) -> (Vec<&'static str>, Vec<Vec<String>>) {
+    let header = vec![
+        "backend",
+        "device",
+        "train photos/s",
+        "infer photos/s",
+        "× slowest CPU",
+        "× fastest CPU",
+    ];
+    let cpu_rates: Vec<f64> = report
+        .runs
+        .iter()
+        .filter(|r| r.backend != BackendKind::Wgpu)
+        .map(|r| r.train_images_per_sec)
+        .collect();
+    let slowest = cpu_rates.iter().copied().reduce(f64::min);
+    let fastest = cpu_rates.iter().copied().reduce(f64::max);
+    let ratio = |base: Option<f64>, rate: f64| {
+        base.map_or("-".to_string(), |b| format!("{:.1}×", rate / b))
+    };
+    let rows = report
+        .runs
+        .iter()
+        .map(|run| {
+            vec![
+                run.backend.to_string(),
+                run.device.clone(),
+                with_spread(&run.train),
+                with_spread(&run.infer),
+                ratio(slowest, run.train_images_per_sec),
+                ratio(fastest, run.train_images_per_sec),
+            ]
+        })
+        .collect();
+    (header, rows)
+}
+
+/// "183 (180–185)": the median, and the range of the windows.
+fn with_spread(m: &Measurement) -> String {
+    format!(
+        "{} ({}–{})",
+        format_number(m.median),
+        format_number(m.min),
+        format_number(m.max)
+    )
+}
+
+/// The bench result for people: a table, the data pipeline figures, and the comparison
+/// with the article.
+pub fn bench_text(report: &BenchReport) -> String {
+    let (header, rows) = bench_rows(report);
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<String>| {
+        cells
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect::<Vec<_>>()
+            .join("  ")
+            .trim_end()
+            .to_string()
+    };
+    let settings = &report.settings;
+    let mut out = format!(
+        "SmallCnn, {} px, batch {}, median of {} windows of ≥ {} s (min–max); CPU backends on {} threads\n",
+        settings.image_size,
+        settings.batch_size,
+        settings.repeats,
+        settings.seconds,
+        report.machine.cpu.compute_threads
+    );
+    out.push_str(&line(header.iter().map(|h| h.to_string()).collect()));
+    out.push('\n');
+    for row in rows {
+        out.push_str(&line(row));
+        out.push('\n');
+    }
+    for run in &report.runs {
+        if let (Some(decode), Some(cached), Some(e2e)) =
+            (&run.decode, &run.cached_batches, &run.end_to_end_train)
+        {
+            out.push_str(&format!(
+                "{}: decode + resize {} photos/s; augmented batches from the pixel cache {} \
+                 photos/s; training as `catdog train --augment` does (cache, prefetch, \
+                 augmentation) {} photos/s, against {} on ready batches\n",
+                run.backend,
+                with_spread(decode),
+                with_spread(cached),
+                with_spread(e2e),
+                format_number(run.train_images_per_sec)
+            ));
+        }
+    }
+    out.push_str(&article_comparison(report));
+    out
+}
+
+/// The table as Markdown, one row per backend.
+pub fn bench_markdown(report: &BenchReport) -> String {
+    let (header, rows) = bench_rows(report);
+    let mut out = format!("| {} |\n", header.join(" | "));
+    out.push_str(&format!("|{}\n", " --- |".repeat(header.len())));
+    for row in rows {
+        out.push_str(&format!("| {} |\n", row.join(" | ")));
+    }
+    out
+}
+
+/// The bench as a bar chart: training and inference photos/s per backend.
+pub fn bench_chart(report: &BenchReport) -> BarChart {
+    BarChart {
+        title: format!(
+            "SmallCnn photos per second, {} px, batch {}",
+            report.settings.image_size, report.settings.batch_size
+        ),
+        y_label: "photos per second".to_string(),
+        series: vec!["training".to_string(), "inference".to_string()],
+        groups: report
+            .runs
+            .iter()
+            .map(|run| BarGroup {
+                label: run.backend.to_string(),
+                values: vec![run.train_images_per_sec, run.infer_images_per_sec],
+            })
+            .collect(),
+    }
+}
+
+/// One plain sentence setting this machine's training figures beside the article's.
+pub fn article_comparison(report: &BenchReport) -> String {
+    let article = "The article: CPU ≈ 10, GPU ≈ 1,000 photos/s (100×).";
+    let cpu = report
+        .runs
+        .iter()
+        .filter(|r| r.backend != BackendKind::Wgpu)
+        .max_by(|a, b| a.train_images_per_sec.total_cmp(&b.train_images_per_sec));
+    let gpu = report.runs.iter().find(|r| r.hardware_gpu);
+    let software = report
+        .runs
+        .iter()
+        .find(|r| r.backend == BackendKind::Wgpu && !r.hardware_gpu);
+    let machine = match (cpu, gpu) {
+        (Some(cpu), Some(gpu)) => format!(
+            "This machine: CPU {} photos/s ({}), GPU {} photos/s ({}): the GPU is {:.0}× faster.",
+            format_number(cpu.train_images_per_sec),
+            cpu.backend,
+            format_number(gpu.train_images_per_sec),
+            gpu.device,
+            gpu.train_images_per_sec / cpu.train_images_per_sec
+        ),
+        (None, Some(gpu)) => format!(
+            "This machine: GPU {} photos/s ({}); add --backends flex to compare the CPU.",
+            format_number(gpu.train_images_per_sec),
+            gpu.device
+        ),
+        (Some(cpu), None) => format!(
+            "This machine: CPU {} photos/s ({}), and no hardware GPU to compare with{}.",
+            format_number(cpu.train_images_per_sec),
+            cpu.backend,
+            software.map_or(String::new(), |s| format!(
+                " (wgpu on {} is a software rasterizer on the same CPU: {} photos/s)",
+                s.device,
+                format_number(s.train_images_per_sec)
+            ))
+        ),
+        (None, None) => format!(
+            "This machine: no CPU backend and no hardware GPU were measured{}.",
+            software.map_or(String::new(), |s| format!(
+                " (wgpu on the software rasterizer {}: {} photos/s)",
+                s.device,
+                format_number(s.train_images_per_sec)
+            ))
+        ),
+    };
+    format!("{article} {machine}")
+}

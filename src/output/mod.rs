@@ -1,0 +1,23 @@
+//! What people and programs read: each command's report as text or JSON, the bench's
+//! Markdown and chart, and the progress bars on a terminal.
+
+mod bench;
+mod devices;
+mod eval;
+mod predict;
+mod progress;
+mod train;
+
+use std::path::Path;
+
+pub use bench::{article_comparison, bench_chart, bench_markdown, bench_text};
+pub use devices::{devices_json, devices_text};
+pub use eval::evaluation_text;
+pub use predict::{prediction_json, prediction_line};
+pub use progress::{TerminalBenchProgress, TerminalProgress};
+pub use train::{train_json, train_summary};
+
+/// A path as JSON text: file names that are not UTF-8 get U+FFFD where a byte is invalid.
+fn lossy(path: &Path) -> String {
+    path.to_string_lossy().into_owned()
+}

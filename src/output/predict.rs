@@ -1,0 +1,31 @@
+//! `catdog predict`: a line per photo, or a JSON object per photo.
+
+use serde_json::{Value, json};
+
+use super::lossy;
+use crate::inference::Prediction;
+
+/// `photo.jpg  dog  0.93`, the path padded to `path_width`.
+pub fn prediction_line(prediction: &Prediction, path_width: usize) -> String {
+    format!(
+        "{:<path_width$}  {}  {:.2}",
+        prediction.path.display(),
+        prediction.label,
+        prediction.probability
+    )
+}
+
+/// `{"path": …, "label": …, "probability": …, "probabilities": {"cat": …, "dog": …}}`
+pub fn prediction_json(prediction: &Prediction) -> Value {
+    let probabilities: serde_json::Map<String, Value> = prediction
+        .probabilities
+        .iter()
+        .map(|(class, p)| (class.clone(), json!(p)))
+        .collect();
+    json!({
+        "path": lossy(&prediction.path),
+        "label": prediction.label,
+        "probability": prediction.probability,
+        "probabilities": probabilities,
+    })
+}

@@ -1,0 +1,105 @@
+//! Training progress for a person at a terminal: indicatif bars on stderr, and one line per
+//! epoch that stays in the scroll-back (and in logs, where bars are not drawn).
+
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::bench::BenchProgress;
+use crate::data::DataProgress;
+use crate::device::Backend;
+use crate::training::{BatchStats, EpochStats, TrainProgress};
+
+/// Draws decoding and each epoch as a progress bar on stderr.
+pub struct TerminalProgress {
+    bar: ProgressBar,
+}
+
+impl Default for TerminalProgress {
+    fn default() -> Self {
+        TerminalProgress {
+            bar: ProgressBar::hidden(),
+        }
+    }
+}
+
+impl TerminalProgress {
+    fn start_bar(&mut self, length: usize, template: &str) {
+        let style = ProgressStyle::with_template(template)
+            .expect("progress templates are valid")
+            .progress_chars("=> ");
+        self.bar = ProgressBar::new(length as u64).with_style(style);
+        self.bar.enable_steady_tick(Duration::from_millis(200));
+    }
+}
+
+impl DataProgress for TerminalProgress {
+    fn note(&mut self, line: &str) {
+        self.bar.suspend(|| eprintln!("{line}"));
+    }
+
+    fn decode_started(&mut self, photos: usize) {
+        self.start_bar(
+            photos,
+            "decoding  [{bar:30}] {pos}/{len} photos, {per_sec}, ETA {eta}",
+        );
+    }
+
+    fn photo_decoded(&self) {
+        self.bar.inc(1);
+    }
+
+    fn decode_finished(&mut self) {
+        self.bar.finish_and_clear();
+    }
+}
+
+impl TrainProgress for TerminalProgress {
+    fn epoch_started(&mut self, epoch: usize, epochs: usize, batches: usize) {
+        self.start_bar(
+            batches,
+            &format!(
+                "epoch {epoch}/{epochs} [{{bar:30}}] {{pos}}/{{len}} batches, ETA {{eta}}, {{msg}}"
+            ),
+        );
+    }
+
+    fn batch_finished(&mut self, stats: &BatchStats) {
+        self.bar.set_message(format!(
+            "loss {:.3}, {:.0} photos/s",
+            stats.mean_loss, stats.photos_per_sec
+        ));
+        self.bar.inc(1);
+    }
+
+    fn epoch_finished(&mut self, stats: &EpochStats, epochs: usize) {
+        self.bar.finish_and_clear();
+        let validation = match (stats.val_loss, stats.val_accuracy) {
+            (Some(loss), Some(accuracy)) => {
+                format!(
+                    ", val loss {loss:.3}, val accuracy {:.1} %",
+                    accuracy * 100.0
+                )
+            }
+            _ => String::new(),
+        };
+        eprintln!(
+            "epoch {}/{epochs}: train loss {:.3}, accuracy {:.1} %{validation}, \
+             {:.0} photos/s ({:.1} s)",
+            stats.epoch,
+            stats.train_loss,
+            stats.train_accuracy * 100.0,
+            stats.train_images_per_sec,
+            stats.train_seconds
+        );
+    }
+}
+
+/// Says on stderr what the bench is measuring.
+pub struct TerminalBenchProgress;
+
+impl BenchProgress for TerminalBenchProgress {
+    fn started(&mut self, backend: &Backend, what: &str) {
+        eprintln!("bench: {} on {}: {what}", backend.kind, backend.device_name);
+    }
+}

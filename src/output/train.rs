@@ -1,0 +1,71 @@
+//! `catdog train`'s report: a summary for people, or one JSON object.
+
+use serde_json::{Value, json};
+
+use super::lossy;
+use crate::training::TrainReport;
+
+/// The human summary of a training run.
+pub fn train_summary(report: &TrainReport) -> String {
+    let kept = report.kept_epoch();
+    let accuracy = kept
+        .val_accuracy
+        .map(|a| {
+            format!(
+                "; validation accuracy {:.1} % on {} photos",
+                a * 100.0,
+                report.val_images
+            )
+        })
+        .unwrap_or_default();
+    let skipped = match report.skipped.len() {
+        0 => String::new(),
+        n => format!(" ({n} unreadable photos skipped)"),
+    };
+    let decode = report
+        .decode_images_per_sec
+        .map(|rate| format!("Decoding ran at {rate:.0} photos/s.\n"))
+        .unwrap_or_default();
+    let which = if kept.epoch == report.epochs.len() {
+        "Last epoch".to_string()
+    } else {
+        format!("Kept epoch {} (the best on validation)", kept.epoch)
+    };
+    format!(
+        "Trained on {} photos of {} from {}{skipped}, {} epochs, backend {} on {}.\n\
+         {decode}{which}: {:.1} photos/s{accuracy}.\n\
+         Model saved in {}; try: catdog predict --model {} PHOTO",
+        report.train_images,
+        report.classes.join(" and "),
+        report.data,
+        report.epochs.len(),
+        report.backend.kind,
+        report.backend.device_name,
+        kept.train_images_per_sec,
+        report.model_dir.display(),
+        report.model_dir.display(),
+    )
+}
+
+/// The machine-readable report of a training run.
+pub fn train_json(report: &TrainReport) -> Value {
+    let kept = report.kept_epoch();
+    json!({
+        "backend": report.backend.kind,
+        "device": report.backend.device_name,
+        "epochs": report.epochs.len(),
+        "kept_epoch": kept.epoch,
+        "train_images_per_sec": kept.train_images_per_sec,
+        "val_accuracy": kept.val_accuracy,
+        "val_loss": kept.val_loss,
+        "train_loss": kept.train_loss,
+        "model": lossy(&report.model_dir),
+        "data": report.data,
+        "classes": report.classes,
+        "train_images": report.train_images,
+        "val_images": report.val_images,
+        "skipped": report.skipped.iter().map(|s| json!({"path": lossy(&s.path), "reason": s.reason})).collect::<Vec<_>>(),
+        "decode_images_per_sec": report.decode_images_per_sec,
+        "per_epoch": report.epochs,
+    })
+}

@@ -1,0 +1,267 @@
+//! Checkpoints: where a training run stands, so that it can continue after Ctrl-C, a kill or
+//! a crash, losing at most the epoch in progress.
+//!
+//! `DIR/checkpoint/` holds the network and the optimizer state as burnpack files (which keep
+//! the parameter ids that AdamW's moments are keyed by) under names unique to the position,
+//! the best epoch's network (the one the run will save), and `state.json`, written last,
+//! naming them. Every file is renamed into place when
+//! complete, so a run killed at any moment leaves the previous checkpoint intact.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use super::history::{BestEpoch, EpochStats};
+use super::settings::RunSettings;
+use crate::fs::{Checksum, read_checked, write_atomically};
+use crate::model::{ARCHITECTURE, ARCHITECTURE_VERSION, check_description};
+
+const CHECKPOINT_DIR: &str = "checkpoint";
+const STATE_FILE: &str = "state.json";
+/// Bumped when `state.json` changes incompatibly.
+const FORMAT_VERSION: u32 = 2;
+
+/// A point in the run: `batches_done` batches of epoch `epoch` (from 1) are done.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Position {
+    pub epoch: usize,
+    pub batches_done: usize,
+    /// Sum of the per-photo training losses so far in this epoch, for its mean.
+    pub loss_sum: f64,
+    /// Training photos classified correctly so far in this epoch.
+    pub correct: usize,
+}
+
+/// `state.json`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CheckpointState {
+    pub format_version: u32,
+    pub architecture: String,
+    pub architecture_version: u32,
+    pub run: RunSettings,
+    pub position: Position,
+    /// The epochs finished so far.
+    pub history: Vec<EpochStats>,
+    pub model_file: String,
+    pub model_bytes: u64,
+    pub model_crc32: u32,
+    pub optimizer_file: String,
+    pub optimizer_bytes: u64,
+    pub optimizer_crc32: u32,
+    /// The network of the epoch with the best validation accuracy so far.
+    pub best: Option<BestFile>,
+}
+
+/// Where a checkpoint keeps the best epoch's network.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BestFile {
+    pub epoch: usize,
+    pub file: String,
+    pub bytes: u64,
+    pub crc32: u32,
+}
+
+/// A checkpoint read back: its state, the two serialised halves of the trainer, and the best
+/// epoch's network.
+pub struct Checkpoint {
+    pub state: CheckpointState,
+    pub model: Vec<u8>,
+    pub optimizer: Vec<u8>,
+    pub best: Option<BestEpoch>,
+}
+
+/// The checkpoint folder of the model folder `out`.
+pub fn dir(out: &Path) -> PathBuf {
+    out.join(CHECKPOINT_DIR)
+}
+
+/// Writes a checkpoint into `out/checkpoint/`, then removes the files of the previous one.
+pub fn save(
+    out: &Path,
+    run: &RunSettings,
+    position: &Position,
+    history: &[EpochStats],
+    model: &[u8],
+    optimizer: &[u8],
+    best: Option<&BestEpoch>,
+) -> Result<()> {
+    let dir = dir(out);
+    fs::create_dir_all(&dir)
+        .with_context(|| format!("cannot create the checkpoint folder {}", dir.display()))?;
+    let tag = format!("e{}b{}", position.epoch, position.batches_done);
+    let (model_sum, optimizer_sum) = (Checksum::of(model), Checksum::of(optimizer));
+    let state = CheckpointState {
+        format_version: FORMAT_VERSION,
+        architecture: ARCHITECTURE.to_string(),
+        architecture_version: ARCHITECTURE_VERSION,
+        run: run.clone(),
+        position: position.clone(),
+        history: history.to_vec(),
+        model_file: format!("model-{tag}.bpk"),
+        model_bytes: model_sum.bytes,
+        model_crc32: model_sum.crc32,
+        optimizer_file: format!("optimizer-{tag}.bpk"),
+        optimizer_bytes: optimizer_sum.bytes,
+        optimizer_crc32: optimizer_sum.crc32,
+        best: best.map(|best| {
+            let checksum = Checksum::of(&best.model);
+            BestFile {
+                epoch: best.epoch,
+                file: format!("best-e{}.bpk", best.epoch),
+                bytes: checksum.bytes,
+                crc32: checksum.crc32,
+            }
+        }),
+    };
+    write_atomically(&dir.join(&state.model_file), model)?;
+    write_atomically(&dir.join(&state.optimizer_file), optimizer)?;
+    if let (Some(best), Some(file)) = (best, &state.best) {
+        // Unchanged since the checkpoint that wrote it, unless that one was never completed.
+        let path = dir.join(&file.file);
+        if !fs::metadata(&path).is_ok_and(|meta| meta.len() == file.bytes) {
+            write_atomically(&path, &best.model)?;
+        }
+    }
+    let mut json = serde_json::to_vec_pretty(&state)?;
+    json.push(b'\n');
+    write_atomically(&dir.join(STATE_FILE), &json)?;
+
+    // The previous checkpoint's files are no longer named by state.json.
+    for entry in fs::read_dir(&dir)?.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let kept = name == state.model_file
+            || name == state.optimizer_file
+            || state.best.as_ref().is_some_and(|best| best.file == name);
+        if name.ends_with(".bpk") && !kept {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+    Ok(())
+}
+
+/// The state of the checkpoint in `out`, if there is one; an error if it is unreadable.
+pub fn read_state(out: &Path) -> Result<Option<CheckpointState>> {
+    let path = dir(out).join(STATE_FILE);
+    if !path.exists() {
+        return Ok(None);
+    }
+    let text =
+        fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    let state: CheckpointState = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a catdog checkpoint", path.display()))?;
+    check_description(
+        &path,
+        "checkpoint format",
+        (state.format_version, FORMAT_VERSION),
+        (&state.architecture, state.architecture_version),
+    )?;
+    Ok(Some(state))
+}
+
+/// The whole checkpoint in `out`, checked to be complete; `None` where there is none.
+pub fn load(out: &Path) -> Result<Option<Checkpoint>> {
+    let Some(state) = read_state(out)? else {
+        return Ok(None);
+    };
+    let dir = dir(out);
+    let state_path = dir.join(STATE_FILE);
+    let read = |name: &str, bytes: u64, crc32: u32| {
+        read_checked(&dir.join(name), Checksum { bytes, crc32 }, &state_path)
+    };
+    let model = read(&state.model_file, state.model_bytes, state.model_crc32)?;
+    let optimizer = read(
+        &state.optimizer_file,
+        state.optimizer_bytes,
+        state.optimizer_crc32,
+    )?;
+    let best = match &state.best {
+        Some(best) => Some(BestEpoch {
+            epoch: best.epoch,
+            model: read(&best.file, best.bytes, best.crc32)?,
+        }),
+        None => None,
+    };
+    Ok(Some(Checkpoint {
+        state,
+        model,
+        optimizer,
+        best,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run() -> RunSettings {
+        RunSettings {
+            data: None,
+            generated_count: 20,
+            image_size: 16,
+            val_split: 0.1,
+            fit: crate::training::FitSettings::default(),
+            classes: vec!["cat".into(), "dog".into()],
+            data_fingerprint: "test".into(),
+        }
+    }
+
+    fn position(epoch: usize) -> Position {
+        Position {
+            epoch,
+            ..Position::default()
+        }
+    }
+
+    fn bpk_files(out: &Path) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(dir(out))
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|name| name.ends_with(".bpk"))
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn the_best_epoch_survives_later_checkpoints_and_reads_back() {
+        let out = tempfile::tempdir().unwrap();
+        let out = out.path();
+        let best = BestEpoch {
+            epoch: 1,
+            model: vec![1, 2, 3],
+        };
+        save(out, &run(), &position(2), &[], b"m1", b"o1", Some(&best)).unwrap();
+        save(out, &run(), &position(3), &[], b"m2", b"o2", Some(&best)).unwrap();
+        assert_eq!(
+            bpk_files(out),
+            ["best-e1.bpk", "model-e3b0.bpk", "optimizer-e3b0.bpk"]
+        );
+        let loaded = load(out).unwrap().unwrap();
+        assert_eq!(loaded.best, Some(best));
+        assert_eq!(
+            (loaded.model, loaded.optimizer),
+            (b"m2".to_vec(), b"o2".to_vec())
+        );
+
+        let better = BestEpoch {
+            epoch: 3,
+            model: vec![4, 5],
+        };
+        save(out, &run(), &position(4), &[], b"m3", b"o3", Some(&better)).unwrap();
+        assert_eq!(
+            bpk_files(out),
+            ["best-e3.bpk", "model-e4b0.bpk", "optimizer-e4b0.bpk"]
+        );
+        assert_eq!(load(out).unwrap().unwrap().best, Some(better));
+
+        fs::write(dir(out).join("best-e3.bpk"), [9, 9]).unwrap();
+        let damaged = load(out).err().expect("a damaged best epoch is refused");
+        assert!(
+            format!("{damaged:#}").contains("best-e3.bpk"),
+            "{damaged:#}"
+        );
+    }
+}

@@ -1,0 +1,286 @@
+//! The training loop: epochs of shuffled batches ([`run_epoch`]), each followed by a
+//! validation pass ([`validate`]), the best epoch's network kept, a checkpoint after every
+//! epoch, and photos per second measured over each epoch's wall time.
+
+use std::ops::ControlFlow;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use burn::module::Module;
+use burn::tensor::Device;
+
+use super::checkpoint::{Checkpoint, Position};
+use super::history::{BestEpoch, EpochStats, best_epoch, kept_epoch, out_of_patience};
+use super::interrupt::{self, Interrupt};
+use super::progress::{BatchStats, TrainProgress};
+use super::settings::FitSettings;
+use super::trainer::{Step, Trainer, network_from_bytes};
+use crate::data::{AugmentEpoch, ImageSet, Normalization, batch_indices, prefetch};
+use crate::inference::evaluate;
+use crate::model::SmallCnn;
+
+/// The training loop: `settings.epochs` passes over `train` in shuffled batches, each
+/// followed by a validation pass over `val` (skipped when `val` is empty).
+pub fn fit(
+    train: &ImageSet,
+    val: &ImageSet,
+    classes: usize,
+    settings: &FitSettings,
+    normalization: &Normalization,
+    device: &Device,
+    progress: &mut dyn TrainProgress,
+) -> Result<(SmallCnn, Vec<EpochStats>)> {
+    let run = FitRun {
+        train,
+        val,
+        classes,
+        settings,
+        normalization,
+        device,
+    };
+    match fit_from(&run, None, &mut |_| Ok(()), progress)? {
+        FitOutcome::Finished { model, history } => Ok((*model, history)),
+        FitOutcome::Stopped { by, position } => bail!("stopped by {} at {position}", by.name()),
+    }
+}
+
+/// The pictures and settings of one run of the loop.
+pub(crate) struct FitRun<'a> {
+    pub train: &'a ImageSet,
+    pub val: &'a ImageSet,
+    pub classes: usize,
+    pub settings: &'a FitSettings,
+    pub normalization: &'a Normalization,
+    pub device: &'a Device,
+}
+
+/// How [`fit_from`] ended.
+pub(crate) enum FitOutcome {
+    /// Every epoch ran, or patience ran out; `model` is the best epoch's network.
+    Finished {
+        /// Boxed: a network is much larger than the other variant.
+        model: Box<SmallCnn>,
+        history: Vec<EpochStats>,
+    },
+    /// A signal arrived; a checkpoint of the position was saved.
+    Stopped { by: Interrupt, position: String },
+}
+
+/// Where a run stands between two batches: everything a checkpoint saves.
+pub(crate) struct RunState {
+    pub trainer: Trainer,
+    pub position: Position,
+    /// The epochs finished so far.
+    pub history: Vec<EpochStats>,
+    /// The network of the best epoch so far.
+    pub best: Option<BestEpoch>,
+}
+
+/// Saves a checkpoint of the run where it stands.
+pub(crate) type SaveCheckpoint<'a> = dyn FnMut(&RunState) -> Result<()> + 'a;
+
+/// [`fit`], starting from a checkpoint when there is one, calling `save_checkpoint` after
+/// every epoch and when Ctrl-C or SIGTERM asks it to stop (after the batch in progress).
+/// A batch's shuffle and learning rate depend only on the seed and its position, so a resumed
+/// run takes the same steps as one that was never interrupted.
+pub(crate) fn fit_from(
+    run: &FitRun,
+    start: Option<Checkpoint>,
+    save_checkpoint: &mut SaveCheckpoint,
+    progress: &mut dyn TrainProgress,
+) -> Result<FitOutcome> {
+    if run.train.is_empty() {
+        bail!("no training photos");
+    }
+    let settings = run.settings;
+    let mut state = match start {
+        Some(start) => RunState {
+            trainer: Trainer::restore(
+                run.classes,
+                run.device,
+                start.model,
+                start.optimizer,
+                settings,
+            )?,
+            position: start.state.position,
+            history: start.state.history,
+            best: start.best,
+        },
+        None => RunState {
+            trainer: Trainer::new(run.classes, run.device, settings),
+            position: Position {
+                epoch: 1,
+                ..Position::default()
+            },
+            history: Vec::new(),
+            best: None,
+        },
+    };
+    while state.position.epoch <= settings.epochs
+        && !out_of_patience(&state.history, settings.patience)
+    {
+        let epoch = state.position.epoch;
+        let timing = match run_epoch(run, &mut state, save_checkpoint, progress)? {
+            ControlFlow::Continue(timing) => timing,
+            ControlFlow::Break(stopped) => return Ok(stopped),
+        };
+        let (val_loss, val_accuracy) = validate(run, &state.trainer);
+        let stats = EpochStats {
+            epoch,
+            train_loss: state.position.loss_sum / run.train.len() as f64,
+            train_accuracy: state.position.correct as f64 / run.train.len() as f64,
+            val_loss,
+            val_accuracy,
+            train_images_per_sec: timing.photos as f64 / timing.seconds,
+            train_seconds: timing.seconds,
+        };
+        progress.epoch_finished(&stats, settings.epochs);
+        state.history.push(stats);
+        if best_epoch(&state.history) == Some(epoch) {
+            state.best = Some(BestEpoch {
+                epoch,
+                model: state.trainer.network_bytes()?,
+            });
+        }
+        state.position = Position {
+            epoch: epoch + 1,
+            ..Position::default()
+        };
+        save_checkpoint(&state)?;
+        if epoch < settings.epochs && out_of_patience(&state.history, settings.patience) {
+            let kept = kept_epoch(&state.history).epoch;
+            progress.note(&format!(
+                "Validation accuracy has not improved for {} epochs: stopping early; \
+                 keeping epoch {kept}.",
+                epoch - kept
+            ));
+        }
+        if let Some(by) = interrupt::requested() {
+            return Ok(FitOutcome::Stopped {
+                by,
+                position: format!("the end of epoch {epoch} of {}", settings.epochs),
+            });
+        }
+    }
+    let model = match state.best {
+        Some(best) => network_from_bytes(run.classes, 0.0, run.device, best.model)?,
+        None => state.trainer.model().valid(),
+    };
+    Ok(FitOutcome::Finished {
+        model: Box::new(model),
+        history: state.history,
+    })
+}
+
+/// The training photos one epoch processed in this session, and its wall time.
+struct EpochTiming {
+    photos: usize,
+    seconds: f64,
+}
+
+/// The batches of epoch `state.position.epoch` from the one it reached, each a training step
+/// while the next batches are prepared on a helper thread. Breaks off, with a checkpoint
+/// saved, when a signal asks training to stop.
+fn run_epoch(
+    run: &FitRun,
+    state: &mut RunState,
+    save_checkpoint: &mut SaveCheckpoint,
+    progress: &mut dyn TrainProgress,
+) -> Result<ControlFlow<FitOutcome, EpochTiming>> {
+    let settings = run.settings;
+    let epoch = state.position.epoch;
+    let steps_per_epoch = run.train.len().div_ceil(settings.batch_size);
+    let total_steps = steps_per_epoch * settings.epochs;
+    let batches = batch_indices(
+        run.train.len(),
+        settings.batch_size,
+        Some(settings.seed + epoch as u64),
+    );
+    progress.epoch_started(epoch, settings.epochs, batches.len());
+    let started = Instant::now();
+    let mut photos_this_session = 0;
+    let augmentation = settings.augment.then_some(AugmentEpoch {
+        seed: settings.seed,
+        epoch,
+    });
+    let first = state.position.batches_done;
+    // Every batch before `first` was full.
+    let mut photos_this_epoch = (first * settings.batch_size).min(run.train.len());
+    let flow = std::thread::scope(|scope| -> Result<ControlFlow<FitOutcome>> {
+        let ready = prefetch(
+            scope,
+            run.train,
+            &batches,
+            first,
+            run.normalization,
+            augmentation,
+        );
+        for (i, batch) in ready.into_iter().enumerate() {
+            let i = first + i;
+            let photos = batch.len();
+            let step = (epoch - 1) * steps_per_epoch + i;
+            let learning_rate =
+                settings
+                    .schedule
+                    .learning_rate(settings.learning_rate, step, total_steps);
+            state.trainer.seed_step(step);
+            let Step { loss, correct } = state.trainer.step(batch, learning_rate);
+            if !loss.is_finite() {
+                bail!(
+                    "the loss became {loss} in epoch {epoch}: training diverged; \
+                     try a lower --lr (it is {})",
+                    settings.learning_rate
+                );
+            }
+            let position = &mut state.position;
+            position.loss_sum += loss * photos as f64;
+            position.correct += correct;
+            position.batches_done = i + 1;
+            photos_this_session += photos;
+            photos_this_epoch += photos;
+            progress.batch_finished(&BatchStats {
+                mean_loss: position.loss_sum / photos_this_epoch as f64,
+                photos_per_sec: photos_this_session as f64 / started.elapsed().as_secs_f64(),
+            });
+            if let Some(by) = interrupt::requested() {
+                save_checkpoint(state)?;
+                return Ok(ControlFlow::Break(FitOutcome::Stopped {
+                    by,
+                    position: format!(
+                        "epoch {epoch} of {}, {} of {} batches",
+                        settings.epochs,
+                        i + 1,
+                        batches.len()
+                    ),
+                }));
+            }
+        }
+        Ok(ControlFlow::Continue(()))
+    })?;
+    if let ControlFlow::Break(stopped) = flow {
+        return Ok(ControlFlow::Break(stopped));
+    }
+    run.device
+        .sync()
+        .context("the device failed while training")?;
+    Ok(ControlFlow::Continue(EpochTiming {
+        photos: photos_this_session,
+        seconds: started.elapsed().as_secs_f64(),
+    }))
+}
+
+/// Validation loss and accuracy of the network as trained so far; `None` without
+/// validation photos.
+fn validate(run: &FitRun, trainer: &Trainer) -> (Option<f64>, Option<f64>) {
+    if run.val.is_empty() {
+        return (None, None);
+    }
+    let (loss, accuracy) = evaluate(
+        &trainer.model().valid(),
+        run.val,
+        run.normalization,
+        run.device,
+        run.settings.batch_size,
+    );
+    (Some(loss), Some(accuracy))
+}

@@ -1,0 +1,230 @@
+//! Training: from a folder of photos (or generated pictures) to a saved model.
+//!
+//! [`train`] is the whole `catdog train` command. The loop itself is [`fit`] (`fit.rs`), one
+//! step of it a [`Trainer`] (`trainer.rs`); `settings.rs` and `request.rs` hold what a run is
+//! asked to do, `history.rs` what its epochs decide, `resume.rs` every rule about continuing
+//! a run from its `checkpoint.rs`, `interrupt.rs` Ctrl-C, and `out_folder.rs` the claim on
+//! the model folder.
+
+mod checkpoint;
+mod curves;
+mod fit;
+mod history;
+mod interrupt;
+mod out_folder;
+mod progress;
+mod request;
+mod resume;
+mod schedule;
+mod settings;
+mod trainer;
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use burn::module::Module;
+
+use crate::data::{DataSpec, Normalization, PreparedData, Skipped, prepare};
+use crate::device::Backend;
+use crate::model::{self, ARCHITECTURE, ARCHITECTURE_VERSION, ModelInfo, SmallCnn};
+use fit::{FitOutcome, FitRun, RunState, fit_from};
+use out_folder::OutFolder;
+use settings::RunSettings;
+
+pub use fit::fit;
+pub use history::{EpochStats, best_epoch};
+pub use interrupt::Interrupt;
+pub use progress::{BatchStats, TrainProgress};
+pub use schedule::Schedule;
+pub use settings::{FitSettings, TrainOptions};
+
+pub(crate) use history::kept_epoch;
+pub(crate) use interrupt::install as install_interrupt_handlers;
+pub(crate) use request::TrainRequest;
+pub(crate) use trainer::Trainer;
+
+/// The picture of the run's loss and accuracy per epoch, written beside the model.
+const CURVES_FILE: &str = "curves.svg";
+
+/// What a finished `catdog train` reports.
+#[derive(Clone, Debug)]
+pub struct TrainReport {
+    pub backend: Backend,
+    /// Where the photos came from, e.g. "data/photos (class folders)".
+    pub data: String,
+    pub classes: Vec<String>,
+    pub train_images: usize,
+    pub val_images: usize,
+    pub skipped: Vec<Skipped>,
+    /// Photos decoded per second, when photos were read from disk.
+    pub decode_images_per_sec: Option<f64>,
+    pub epochs: Vec<EpochStats>,
+    pub model_dir: PathBuf,
+}
+
+impl TrainReport {
+    /// The epoch whose network was saved: see [`kept_epoch`].
+    pub fn kept_epoch(&self) -> &EpochStats {
+        kept_epoch(&self.epochs)
+    }
+}
+
+/// How `catdog train` ended.
+#[derive(Debug)]
+pub enum TrainOutcome {
+    /// The model is saved.
+    Finished(TrainReport),
+    /// Ctrl-C or SIGTERM stopped the run, with a checkpoint saved.
+    Stopped(Stopped),
+}
+
+/// Training stopped by Ctrl-C or SIGTERM, with a checkpoint saved.
+#[derive(Debug)]
+pub struct Stopped {
+    pub by: Interrupt,
+    /// Where the run stands, e.g. "epoch 3 of 5, 12 batches in".
+    pub position: String,
+    pub out: PathBuf,
+}
+
+impl std::fmt::Display for Stopped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "stopped by {} at {}; the checkpoint is saved. Continue with: \
+             catdog train --resume --out {}",
+            self.by.name(),
+            self.position,
+            self.out.display()
+        )
+    }
+}
+
+/// Runs `catdog train`: data, training with a checkpoint after every epoch, and the model
+/// saved in `options.out`. With `options.resume`, continues the run checkpointed there.
+pub fn train(
+    options: &TrainOptions,
+    backend: &Backend,
+    progress: &mut dyn TrainProgress,
+) -> Result<TrainOutcome> {
+    let (_lock, took_over) = OutFolder::claim(&options.out, room_needed(backend))?;
+    if let Some(line) = took_over {
+        progress.note(&line);
+    }
+    let start = resume::starting_point(options, progress)?;
+    let data = prepare(
+        DataSpec {
+            folder: options.data.as_deref(),
+            generated_count: options.generated_count,
+            image_size: options.image_size,
+            val_split: options.val_split,
+            seed: options.settings.seed,
+        },
+        progress,
+    )?;
+    let run = RunSettings::new(options, &data.classes, &data.fingerprint);
+    if let Some(start) = &start {
+        resume::check_same_run(&start.state.run, &run, &options.out)?;
+    }
+    let normalization = Normalization::default();
+    let mut save_checkpoint = |state: &RunState| {
+        let (model, optimizer) = state.trainer.to_bytes()?;
+        checkpoint::save(
+            &options.out,
+            &run,
+            &state.position,
+            &state.history,
+            &model,
+            &optimizer,
+            state.best.as_ref(),
+        )
+    };
+    let fit_run = FitRun {
+        train: &data.train,
+        val: &data.val,
+        classes: data.classes.len(),
+        settings: &options.settings,
+        normalization: &normalization,
+        device: &backend.device,
+    };
+    let outcome = fit_from(&fit_run, start, &mut save_checkpoint, progress).with_context(|| {
+        format!(
+            "training stopped; the last checkpoint is kept in {}",
+            checkpoint::dir(&options.out).display()
+        )
+    })?;
+    let (model, epochs) = match outcome {
+        FitOutcome::Finished { model, history } => (*model, history),
+        FitOutcome::Stopped { by, position } => {
+            return Ok(TrainOutcome::Stopped(Stopped {
+                by,
+                position,
+                out: options.out.clone(),
+            }));
+        }
+    };
+    save_model(
+        options,
+        backend,
+        &data,
+        &model,
+        &epochs,
+        &normalization,
+        progress,
+    )?;
+    Ok(TrainOutcome::Finished(TrainReport {
+        backend: backend.clone(),
+        data: data.description,
+        classes: data.classes,
+        train_images: data.train.len(),
+        val_images: data.val.len(),
+        skipped: data.skipped,
+        decode_images_per_sec: data.decode_images_per_sec,
+        epochs,
+        model_dir: options.out.clone(),
+    }))
+}
+
+/// Writes the kept epoch's network and its description into `options.out`, and the run's
+/// curves beside them (a curve that cannot be drawn costs a note, not the model).
+fn save_model(
+    options: &TrainOptions,
+    backend: &Backend,
+    data: &PreparedData,
+    model: &SmallCnn,
+    epochs: &[EpochStats],
+    normalization: &Normalization,
+    progress: &mut dyn TrainProgress,
+) -> Result<()> {
+    let kept = kept_epoch(epochs);
+    let info = ModelInfo {
+        format_version: model::FORMAT_VERSION,
+        catdog_version: env!("CARGO_PKG_VERSION").to_string(),
+        architecture: ARCHITECTURE.to_string(),
+        architecture_version: ARCHITECTURE_VERSION,
+        classes: data.classes.clone(),
+        image_size: options.image_size,
+        normalization: *normalization,
+        epochs: kept.epoch,
+        val_accuracy: kept.val_accuracy,
+        backend: backend.kind,
+        device: backend.device_name.clone(),
+        train_images_per_sec: kept.train_images_per_sec,
+        weights_bytes: 0,
+        weights_crc32: 0,
+    };
+    model::save(&options.out, model, &info)?;
+    let curves = options.out.join(CURVES_FILE);
+    if let Err(err) = curves::write(epochs, kept.epoch, &curves) {
+        progress.note(&format!("could not draw {}: {err:#}", curves.display()));
+    }
+    Ok(())
+}
+
+/// Disk space a run needs in its model folder: the model, and a checkpoint (network and
+/// AdamW's two moments) twice over while the next one replaces it, plus slack for the
+/// descriptions.
+fn room_needed(backend: &Backend) -> u64 {
+    let parameters = SmallCnn::new(2, 0.0, &backend.device).num_params() as u64;
+    parameters * 4 * (1 + 2 * 3) + (1 << 20)
+}

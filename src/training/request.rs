@@ -1,0 +1,71 @@
+//! What `catdog train` was asked for, before defaults: a new run fills them in, a resumed run
+//! takes its checkpoint's settings instead.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+
+use super::resume::resumed_options;
+use super::schedule::Schedule;
+use super::settings::{FitSettings, TrainOptions};
+
+/// The settings given on the command line, each `None` (or `false`) where its flag was not.
+#[derive(Clone, Debug, Default)]
+pub struct TrainRequest {
+    pub data: Option<PathBuf>,
+    pub generated: Option<usize>,
+    pub image_size: Option<u32>,
+    pub epochs: Option<usize>,
+    pub batch_size: Option<usize>,
+    pub learning_rate: Option<f64>,
+    pub schedule: Option<Schedule>,
+    pub weight_decay: Option<f64>,
+    pub patience: Option<usize>,
+    pub val_split: Option<f64>,
+    pub seed: Option<u64>,
+    pub augment: bool,
+    pub dropout: Option<f64>,
+    pub label_smoothing: Option<f64>,
+    pub out: PathBuf,
+    pub resume: bool,
+}
+
+impl TrainRequest {
+    /// The options to train with, checked: a new run's, or with `resume` those of the run
+    /// checkpointed in `out` (a flag that disagrees with them is refused).
+    pub fn options(&self) -> Result<TrainOptions> {
+        let options = if self.resume {
+            resumed_options(self)?
+        } else {
+            self.new_run()
+        };
+        options.check()?;
+        Ok(options)
+    }
+
+    /// The options of a new run: the flags given, defaults for the others.
+    fn new_run(&self) -> TrainOptions {
+        let defaults = TrainOptions::default();
+        let fit = defaults.settings;
+        TrainOptions {
+            data: self.data.clone(),
+            generated_count: self.generated.unwrap_or(defaults.generated_count),
+            image_size: self.image_size.unwrap_or(defaults.image_size),
+            val_split: self.val_split.unwrap_or(defaults.val_split),
+            settings: FitSettings {
+                epochs: self.epochs.unwrap_or(fit.epochs),
+                batch_size: self.batch_size.unwrap_or(fit.batch_size),
+                learning_rate: self.learning_rate.unwrap_or(fit.learning_rate),
+                schedule: self.schedule.unwrap_or(fit.schedule),
+                weight_decay: self.weight_decay.unwrap_or(fit.weight_decay),
+                seed: self.seed.unwrap_or(fit.seed),
+                augment: self.augment,
+                patience: self.patience,
+                dropout: self.dropout.unwrap_or(fit.dropout),
+                label_smoothing: self.label_smoothing.unwrap_or(fit.label_smoothing),
+            },
+            out: self.out.clone(),
+            resume: false,
+        }
+    }
+}

@@ -1,0 +1,153 @@
+//! What a training run is asked to do, with its defaults: the options of `catdog train`, the
+//! training loop's own settings, and the record of a run that a resumed run must match.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Result, bail};
+use serde::{Deserialize, Serialize};
+
+use super::schedule::Schedule;
+
+/// What `catdog train` is asked to do.
+#[derive(Clone, Debug)]
+pub struct TrainOptions {
+    /// Folder of photos; `None` trains on [`crate::data::synth`]'s generated pictures.
+    pub data: Option<PathBuf>,
+    /// How many pictures to generate when `data` is `None`.
+    pub generated_count: usize,
+    pub image_size: u32,
+    pub val_split: f64,
+    pub settings: FitSettings,
+    /// The model folder to write; it also holds the run's checkpoint.
+    pub out: PathBuf,
+    /// Continue the run whose checkpoint is in `out` instead of starting afresh.
+    pub resume: bool,
+}
+
+impl Default for TrainOptions {
+    fn default() -> Self {
+        TrainOptions {
+            data: None,
+            generated_count: 2000,
+            image_size: 64,
+            val_split: 0.1,
+            settings: FitSettings::default(),
+            out: PathBuf::from("models/catdog"),
+            resume: false,
+        }
+    }
+}
+
+impl TrainOptions {
+    /// The options a checkpointed run was started with, to resume it in `out`.
+    pub fn of_run(run: &RunSettings, out: &Path) -> TrainOptions {
+        TrainOptions {
+            data: run.data.clone(),
+            generated_count: run.generated_count,
+            image_size: run.image_size,
+            val_split: run.val_split,
+            settings: run.fit.clone(),
+            out: out.to_path_buf(),
+            resume: true,
+        }
+    }
+
+    /// Refuses values no run can use, naming the flag that sets them.
+    pub fn check(&self) -> Result<()> {
+        let settings = &self.settings;
+        if !(settings.learning_rate > 0.0 && settings.learning_rate.is_finite()) {
+            bail!(
+                "--lr must be a positive number, not {}",
+                settings.learning_rate
+            );
+        }
+        for (flag, value) in [
+            ("--dropout", settings.dropout),
+            ("--label-smoothing", settings.label_smoothing),
+        ] {
+            if !(0.0..1.0).contains(&value) {
+                bail!("{flag} must be at least 0 and below 1, not {value}");
+            }
+        }
+        if !(0.0..0.9).contains(&self.val_split) {
+            bail!(
+                "--val-split must be at least 0 and below 0.9, not {}",
+                self.val_split
+            );
+        }
+        Ok(())
+    }
+}
+
+/// The training loop's own settings.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FitSettings {
+    pub epochs: usize,
+    pub batch_size: usize,
+    /// The peak learning rate.
+    pub learning_rate: f64,
+    pub schedule: Schedule,
+    /// AdamW's decoupled weight decay: every step shrinks each weight by learning rate × this.
+    pub weight_decay: f64,
+    /// Seeds the weights' initialisation, the validation split, the shuffling and the
+    /// augmentation.
+    pub seed: u64,
+    /// Flip, crop and colour-jitter the training pictures.
+    pub augment: bool,
+    /// Stop early once validation accuracy has not improved for this many epochs.
+    pub patience: Option<usize>,
+    /// Fraction of the features zeroed before the classifier in every training step.
+    #[serde(default)]
+    pub dropout: f64,
+    /// Cross-entropy's label smoothing: the targets give this share of their probability to
+    /// all classes evenly, so the network is not pushed towards certainty.
+    #[serde(default)]
+    pub label_smoothing: f64,
+}
+
+impl Default for FitSettings {
+    fn default() -> Self {
+        FitSettings {
+            epochs: 5,
+            batch_size: 32,
+            learning_rate: 1e-3,
+            schedule: Schedule::Cosine,
+            weight_decay: 5e-4,
+            seed: 42,
+            augment: false,
+            patience: None,
+            dropout: 0.0,
+            label_smoothing: 0.0,
+        }
+    }
+}
+
+/// What a run was started with, kept in its checkpoint: a resumed run must match it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunSettings {
+    /// The photo folder, or `None` for generated pictures.
+    pub data: Option<PathBuf>,
+    pub generated_count: usize,
+    pub image_size: u32,
+    pub val_split: f64,
+    pub fit: FitSettings,
+    pub classes: Vec<String>,
+    /// Identifies the exact photos (names, sizes, modification times); see
+    /// [`crate::data::Dataset::fingerprint`].
+    pub data_fingerprint: String,
+}
+
+impl RunSettings {
+    /// The record of a run of `options` on pictures of `classes` identified by `fingerprint`.
+    pub fn new(options: &TrainOptions, classes: &[String], fingerprint: &str) -> RunSettings {
+        RunSettings {
+            data: options.data.clone(),
+            generated_count: options.generated_count,
+            image_size: options.image_size,
+            val_split: options.val_split,
+            fit: options.settings.clone(),
+            classes: classes.to_vec(),
+            data_fingerprint: fingerprint.to_string(),
+        }
+    }
+}

@@ -1,0 +1,219 @@
+//! One training step at a time: a network with AdamW on cross-entropy, and its state as
+//! bytes for a checkpoint.
+
+use anyhow::{Result, anyhow, bail};
+use burn::module::Module;
+use burn::nn::loss::{CrossEntropyLoss, CrossEntropyLossConfig};
+use burn::optim::{AdamWConfig, GradientsParams, ModuleOptimizer};
+use burn::store::{BurnpackStore, ModuleSnapshot};
+use burn::tensor::{Bytes, Device};
+
+use super::settings::FitSettings;
+use crate::data::HostBatch;
+use crate::model::{ARCHITECTURE, SmallCnn};
+
+/// A network being trained with AdamW on cross-entropy: one [`step`](Self::step) is one batch.
+pub struct Trainer {
+    /// Always `Some` between steps; taken while the optimizer replaces it, so that the old
+    /// weights have a single owner and can be updated in place.
+    model: Option<SmallCnn>,
+    optimizer: ModuleOptimizer,
+    loss: CrossEntropyLoss,
+    /// `device` with autodiff.
+    device: Device,
+    /// The run's seed when the network has dropout, whose masks [`seed_step`](Self::seed_step)
+    /// draws from it.
+    dropout_seed: Option<u64>,
+}
+
+impl Trainer {
+    /// A freshly initialised network on `device`, its weights drawn from `settings.seed`,
+    /// trained with `settings`' weight decay, dropout and label smoothing.
+    pub fn new(classes: usize, device: &Device, settings: &FitSettings) -> Trainer {
+        let device = device.clone().autodiff();
+        device.seed(settings.seed);
+        Trainer {
+            model: Some(SmallCnn::new(classes, settings.dropout, &device)),
+            optimizer: adamw(settings.weight_decay),
+            loss: training_loss(settings, &device),
+            device,
+            dropout_seed: dropout_seed(settings),
+        }
+    }
+
+    /// A trainer continuing from [`to_bytes`](Self::to_bytes)'s output: the network with its
+    /// parameter ids, and AdamW's moments keyed by them.
+    pub fn restore(
+        classes: usize,
+        device: &Device,
+        model: Vec<u8>,
+        optimizer: Vec<u8>,
+        settings: &FitSettings,
+    ) -> Result<Trainer> {
+        let device = device.clone().autodiff();
+        let network = network_from_bytes(classes, settings.dropout, &device, model)?;
+        // AdamW's state is read onto burn's default device and moves to the parameters'
+        // device at the next step.
+        let optimizer = adamw(settings.weight_decay)
+            .from_bytes(Bytes::from_bytes_vec(optimizer))
+            .map_err(|err| anyhow!("the checkpoint's optimizer state cannot be read: {err}"))?;
+        Ok(Trainer {
+            model: Some(network),
+            optimizer,
+            loss: training_loss(settings, &device),
+            device,
+            dropout_seed: dropout_seed(settings),
+        })
+    }
+
+    /// Seeds the device's random numbers for step `step` (from 0) of the run, so that dropout
+    /// draws the same masks whether or not the run was interrupted and resumed. Without
+    /// dropout nothing is drawn and nothing is seeded.
+    pub fn seed_step(&self, step: usize) {
+        if let Some(seed) = self.dropout_seed {
+            self.device.seed(seed ^ (step as u64).rotate_left(32));
+        }
+    }
+
+    /// The network and the optimizer state, serialised for a checkpoint.
+    pub fn to_bytes(&self) -> Result<(Vec<u8>, Vec<u8>)> {
+        let optimizer = self
+            .optimizer
+            .into_bytes()
+            .map_err(|err| anyhow!("cannot serialise the optimizer state: {err}"))?;
+        Ok((self.network_bytes()?, optimizer.to_vec()))
+    }
+
+    /// The network alone, serialised as [`to_bytes`](Self::to_bytes) does.
+    pub fn network_bytes(&self) -> Result<Vec<u8>> {
+        // Batch norm's running statistics keep the last step's update aside until something
+        // syncs them, and saving does not: without this, a checkpoint taken mid-epoch (Ctrl-C)
+        // lost one update and the resumed run drifted from an uninterrupted one.
+        let _ = self.model().valid();
+        let mut store = BurnpackStore::from_bytes(None);
+        self.model()
+            .save_into(&mut store)
+            .map_err(|err| anyhow!("cannot serialise the network: {err}"))?;
+        let network = store
+            .get_bytes()
+            .map_err(|err| anyhow!("cannot serialise the network: {err}"))?;
+        Ok(network.to_vec())
+    }
+
+    /// The network as trained so far.
+    pub fn model(&self) -> &SmallCnn {
+        self.model
+            .as_ref()
+            .expect("the model is back after every step")
+    }
+
+    /// Forward, backward and AdamW step on a batch; returns its mean loss and how many photos
+    /// the forward pass got right, read back from the device (which waits for the forward
+    /// pass to finish).
+    pub fn step(&mut self, batch: HostBatch, learning_rate: f64) -> Step {
+        let expected = batch.labels.clone();
+        let (inputs, labels) = batch.to_device(&self.device);
+        let model = self
+            .model
+            .take()
+            .expect("the model is back after every step");
+        let logits = model.forward(inputs);
+        let predicted = logits.clone().argmax(1);
+        let loss = self.loss.forward(logits, labels);
+        let loss_value = loss.clone().into_scalar::<f32>() as f64;
+        let correct = predicted
+            .into_data()
+            .iter::<i64>()
+            .zip(&expected)
+            .filter(|(predicted, expected)| predicted == *expected)
+            .count();
+        let grads = GradientsParams::from_grads(loss.backward(), &model);
+        self.model = Some(self.optimizer.step(learning_rate, model, grads));
+        Step {
+            loss: loss_value,
+            correct,
+        }
+    }
+}
+
+/// What one training step reports.
+pub struct Step {
+    /// The batch's mean cross-entropy.
+    pub loss: f64,
+    /// Photos of the batch the network classified correctly before the step.
+    pub correct: usize,
+}
+
+/// A network read from [`Trainer::to_bytes`]'s output onto `device`, with `dropout` for
+/// training on.
+pub(crate) fn network_from_bytes(
+    classes: usize,
+    dropout: f64,
+    device: &Device,
+    bytes: Vec<u8>,
+) -> Result<SmallCnn> {
+    let mut network = SmallCnn::new(classes, dropout, device);
+    let mut store = BurnpackStore::from_bytes(Some(Bytes::from_bytes_vec(bytes)));
+    let applied = network
+        .load_from(&mut store)
+        .map_err(|err| anyhow!("the checkpoint's network cannot be read: {err}"))?;
+    if !applied.errors.is_empty() || !applied.missing.is_empty() {
+        bail!(
+            "the checkpoint's network does not fit a {ARCHITECTURE} for {classes} classes \
+             ({} errors, {} missing tensors)",
+            applied.errors.len(),
+            applied.missing.len()
+        );
+    }
+    Ok(network)
+}
+
+fn dropout_seed(settings: &FitSettings) -> Option<u64> {
+    (settings.dropout > 0.0).then_some(settings.seed)
+}
+
+/// Cross-entropy, label-smoothed when `settings` ask for it; validation always scores against
+/// the plain labels.
+fn training_loss(settings: &FitSettings, device: &Device) -> CrossEntropyLoss {
+    let smoothing = (settings.label_smoothing > 0.0).then_some(settings.label_smoothing as f32);
+    CrossEntropyLossConfig::new()
+        .with_smoothing(smoothing)
+        .init(device)
+}
+
+/// AdamW with PyTorch's epsilon, so that the two are compared on the same optimizer.
+fn adamw(weight_decay: f64) -> ModuleOptimizer {
+    AdamWConfig::new()
+        .with_epsilon(1e-8)
+        .with_weight_decay(weight_decay as f32)
+        .init()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::{BackendKind, cpu_backend};
+    use burn::tensor::{Int, Tensor};
+
+    #[test]
+    fn label_smoothing_gives_every_class_a_share_of_the_target() {
+        let device = cpu_backend(BackendKind::Flex).device;
+        let loss = |label_smoothing| {
+            let settings = FitSettings {
+                label_smoothing,
+                ..FitSettings::default()
+            };
+            let logits = Tensor::<2>::from_floats([[2.0, 0.0]], &device);
+            let labels = Tensor::<1, Int>::from_ints([0], &device);
+            training_loss(&settings, &device)
+                .forward(logits, labels)
+                .into_scalar::<f32>() as f64
+        };
+        let p_cat = 2f64.exp() / (2f64.exp() + 1.0);
+        let (log_cat, log_dog) = (p_cat.ln(), (1.0 - p_cat).ln());
+        assert!((loss(0.0) + log_cat).abs() < 1e-6, "{}", loss(0.0));
+        // Targets 0.95 and 0.05: 1 − 0.1 for the label, then 0.1 shared by the two classes.
+        let smoothed = -(0.95 * log_cat + 0.05 * log_dog);
+        assert!((loss(0.1) - smoothed).abs() < 1e-6, "{}", loss(0.1));
+    }
+}
