@@ -21,12 +21,11 @@ fn main() -> anyhow::Result<()> {
         TrainOutcome::Finished(report) => report,
         TrainOutcome::Stopped(stopped) => bail!("{stopped}"),
     };
-    let kept = report.kept_epoch();
     println!(
         "trained on {}: {:.0} photos/s, validation accuracy {:.1} %",
         backend.device_name,
-        kept.train_images_per_sec,
-        kept.val_accuracy.unwrap_or_default() * 100.0
+        report.images_per_sec(),
+        report.kept_epoch().val_accuracy.unwrap_or_default() * 100.0
     );
 
     let photo = match std::env::args_os().nth(1) {

@@ -124,6 +124,15 @@ pub struct BenchReport {
     pub machine: Machine,
     pub settings: BenchSettings,
     pub runs: Vec<BackendRun>,
+    /// Photos of `--data` that do not decode: left out of every figure.
+    pub skipped: Vec<SkippedPhoto>,
+}
+
+/// A photo the bench left out, and why.
+#[derive(Clone, Debug, Serialize)]
+pub struct SkippedPhoto {
+    pub path: String,
+    pub reason: String,
 }
 
 /// What the bench is doing, for a person watching.
@@ -144,6 +153,7 @@ pub fn run(
     }
     // Eight batches of pictures, cycled through: the same data for every backend.
     let pictures = synth::generate(settings.batch_size * 8, settings.image_size, 7);
+    let mut skipped = Vec::new();
     let photos = match &settings.data {
         Some(dir) => {
             let data = Dataset::scan(dir)?;
@@ -151,7 +161,22 @@ pub fn run(
             if cached.images.is_empty() {
                 bail!("none of the photos in {} could be decoded", dir.display());
             }
-            Some((data.samples, cached.images))
+            // Only the photos that decode are timed, as `catdog train` trains only on them.
+            let decodable: Vec<Sample> = data
+                .samples
+                .into_iter()
+                .zip(&cached.image_of_sample)
+                .filter_map(|(sample, image)| image.map(|_| sample))
+                .collect();
+            skipped = cached
+                .skipped
+                .iter()
+                .map(|skip| SkippedPhoto {
+                    path: skip.path.to_string_lossy().into_owned(),
+                    reason: skip.reason.clone(),
+                })
+                .collect();
+            Some((decodable, cached.images))
         }
         None => None,
     };
@@ -174,6 +199,7 @@ pub fn run(
         },
         settings: settings.clone(),
         runs,
+        skipped,
     })
 }
 
@@ -325,10 +351,14 @@ fn measure(
 }
 
 /// Decodes a batch of photos on every core, as the first run over a folder does; returns
-/// how many decoded.
+/// how many decoded (all of them, unless photos changed since the folder was cached).
 fn decode_batch(samples: &[&Sample], size: u32) -> Result<usize> {
-    let decoded: Vec<Vec<u8>> = decode_photos(samples, size, &|| {})
-        .into_iter()
-        .collect::<Result<_>>()?;
-    Ok(decoded.len())
+    let decoded = decode_photos(samples, size, &|| {});
+    match decoded.iter().filter(|photo| photo.is_ok()).count() {
+        0 => bail!(
+            "the photos no longer decode: {:#}",
+            decoded[0].as_ref().unwrap_err()
+        ),
+        photos => Ok(photos),
+    }
 }

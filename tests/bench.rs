@@ -184,12 +184,25 @@ fn bench_with_data_times_decoding_the_cache_and_training_as_train_does() {
         "--size",
         "48",
     ]);
+    // Broken photos are left out of the timing, as `catdog train` leaves them out.
+    fs::write(data.join("cat/empty.jpg"), b"").unwrap();
+    fs::write(data.join("dog/not-a-photo.png"), b"plain text").unwrap();
     let report: Value = serde_json::from_str(&bench(
         "flex",
         2,
         &["--data", data.to_str().unwrap(), "--json"],
     ))
     .unwrap();
+    let skipped: Vec<&str> = report["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(skipped.len(), 2, "{skipped:?}");
+    assert!(skipped[0].ends_with("empty.jpg") && skipped[1].ends_with("not-a-photo.png"));
+    let text = bench("flex", 1, &["--data", data.to_str().unwrap()]);
+    assert!(text.contains("Left out 2 photos"), "{text}");
     let run = &report["runs"][0];
     for figure in ["decode", "cached_batches", "end_to_end_train"] {
         let windows = run[figure]["windows"].as_array().unwrap();

@@ -58,9 +58,18 @@ fn synth_then_train_then_predict_with_json() {
     assert_eq!(report["epochs"], 2);
     assert_eq!(report["train_images"], 72);
     assert_eq!(report["val_images"], 8);
-    assert!(report["train_images_per_sec"].as_f64().unwrap() > 0.0);
+    let per_epoch = report["per_epoch"].as_array().unwrap();
+    assert_eq!(
+        report["train_images_per_sec"], per_epoch[1]["train_images_per_sec"],
+        "with two epochs, the headline is the second's: the first includes the warm-up"
+    );
+    assert_eq!(
+        report["first_epoch_images_per_sec"],
+        per_epoch[0]["train_images_per_sec"]
+    );
+    // A share of the 8 held-out photos.
     let accuracy = report["val_accuracy"].as_f64().unwrap();
-    assert!((0.0..=1.0).contains(&accuracy));
+    assert_eq!((accuracy * 8.0).fract(), 0.0, "{accuracy}");
     assert!(report["device"].as_str().unwrap().contains("threads"));
     assert_eq!(report["model"], path(&model));
     assert!(
@@ -78,7 +87,6 @@ fn synth_then_train_then_predict_with_json() {
         "the kept epoch is saved"
     );
     let kept = report["kept_epoch"].as_u64().unwrap() as usize;
-    let per_epoch = report["per_epoch"].as_array().unwrap();
     assert!(
         per_epoch
             .iter()
@@ -132,9 +140,24 @@ fn synth_then_train_then_predict_with_json() {
     let fields: Vec<&str> = text.split_whitespace().collect();
     assert_eq!(fields.len(), 3, "{text}");
     assert_eq!(fields[0], path(&photo));
-    assert!(fields[1] == "cat" || fields[1] == "dog");
-    let probability: f64 = fields[2].parse().unwrap();
-    assert!((0.5..=1.0).contains(&probability), "{text}");
+    // The line says what the JSON says: the most probable class, to two decimals.
+    let output = catdog(&[
+        "predict",
+        "--model",
+        path(&model),
+        "--backend",
+        "flex",
+        "--json",
+        path(&photo),
+    ]);
+    let json: Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+    assert_eq!(fields[1], json["label"], "{text}");
+    let (cat, dog) = (
+        json["probabilities"]["cat"].as_f64().unwrap(),
+        json["probabilities"]["dog"].as_f64().unwrap(),
+    );
+    assert_eq!(fields[1], if cat > dog { "cat" } else { "dog" });
+    assert_eq!(fields[2], format!("{:.2}", cat.max(dog)), "{text}");
 }
 
 #[test]
@@ -483,4 +506,58 @@ fn eval_counts_what_predict_says_and_lists_the_mistakes() {
     assert_fails_with(&output, "must end in .png");
     assert!(stderr(&output).contains(path(&not_png)));
     assert!(!not_png.exists());
+}
+
+/// `--held-out` uses the split recorded with the model, and refuses what would score it on
+/// photos it learned from: another folder, or another seed or share.
+#[test]
+fn eval_held_out_refuses_photos_the_model_may_have_learned_from() {
+    let dir = tempfile::tempdir().unwrap();
+    let (data, model) = (dir.path().join("data"), dir.path().join("model"));
+    synth(&data, 40, 16);
+    let train = |args: &[&str], out: &Path| {
+        let mut all = vec!["train", "--backend", "flex", "--epochs", "1"];
+        all.extend(args);
+        all.extend(["--image-size", "16", "--out", path(out)]);
+        assert_success(&catdog(&all));
+    };
+    train(&["--data", path(&data), "--seed", "3"], &model);
+
+    let output = eval(&model, &data, &["--held-out", "--json"]);
+    assert_success(&output);
+    let held_out: Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+    assert_eq!(
+        held_out["subset"],
+        serde_json::json!({"held_out": {"val_split": 0.1, "seed": 3}}),
+        "the seed recorded with the model, not eval's default"
+    );
+    assert_fails_with(
+        &eval(&model, &data, &["--held-out", "--seed", "42"]),
+        "--seed 42 is not the 3 the model was trained with",
+    );
+
+    let other = dir.path().join("other");
+    synth(&other, 60, 16);
+    let output = eval(&model, &other, &["--held-out"]);
+    assert_fails_with(&output, "does not hold those photos");
+    assert!(stderr(&output).contains(path(&data)), "{}", stderr(&output));
+    assert_success(&eval(&model, &other, &[]));
+
+    let generated = dir.path().join("generated");
+    train(&["--generated", "40"], &generated);
+    assert_fails_with(
+        &eval(&generated, &data, &["--held-out"]),
+        "trained on generated pictures",
+    );
+
+    // A model saved before catdog recorded its split takes the flags, checked.
+    let info_path = model.join("catdog.json");
+    let mut info: Value = serde_json::from_str(&fs::read_to_string(&info_path).unwrap()).unwrap();
+    info.as_object_mut().unwrap().remove("trained_on");
+    fs::write(&info_path, info.to_string()).unwrap();
+    assert_fails_with(
+        &eval(&model, &data, &["--held-out", "--val-split", "1.5"]),
+        "--val-split must be at least 0 and below 0.9, not 1.5",
+    );
+    assert_success(&eval(&model, &data, &["--held-out", "--seed", "3"]));
 }

@@ -6,10 +6,10 @@ use burn::module::Module;
 use burn::tensor::Distribution::Uniform;
 use burn::tensor::{Device, Tensor};
 use catdog::data::{ImageSet, Normalization, stratified_split, synth};
-use catdog::device::{BackendKind, cpu_backend};
+use catdog::device::{BackendKind, CpuBackend, cpu_backend};
 use catdog::inference::{Predictor, class_probabilities, evaluate};
 use catdog::model::{self as saved_model, ModelInfo, SmallCnn};
-use catdog::training::{EpochStats, FitSettings, Schedule, best_epoch, fit};
+use catdog::training::{EpochStats, FitSettings, Schedule, TrainOptions, best_epoch, fit, train};
 
 /// Generated pictures split 90/10.
 fn generated(count: usize, size: u32, seed: u64) -> (ImageSet, ImageSet) {
@@ -35,7 +35,7 @@ fn flex_learns_the_generated_pictures() {
         seed: 1,
         ..FitSettings::default()
     };
-    let backend = cpu_backend(BackendKind::Flex);
+    let backend = cpu_backend(CpuBackend::Flex);
     let (_, epochs) = fit(
         &train,
         &val,
@@ -64,7 +64,7 @@ fn ndarray_training_lowers_the_loss() {
         seed: 2,
         ..FitSettings::default()
     };
-    let backend = cpu_backend(BackendKind::Ndarray);
+    let backend = cpu_backend(CpuBackend::Ndarray);
     let (_, epochs) = fit(
         &train,
         &ImageSet::new(32),
@@ -121,7 +121,7 @@ fn one_epoch_model(size: u32, seed: u64) -> (SmallCnn, ImageSet) {
         2,
         &settings,
         &Normalization::default(),
-        &cpu_backend(BackendKind::Flex).device,
+        &cpu_backend(CpuBackend::Flex).device,
         &mut (),
     )
     .unwrap();
@@ -134,7 +134,7 @@ fn one_epoch_model(size: u32, seed: u64) -> (SmallCnn, ImageSet) {
 fn a_saved_model_predicts_the_same_on_every_backend() {
     let size = 32;
     let (model, val) = one_epoch_model(size, 4);
-    let flex = cpu_backend(BackendKind::Flex);
+    let flex = cpu_backend(CpuBackend::Flex);
     let normalization = Normalization::default();
     let images: Vec<&[u8]> = (0..val.len()).map(|i| val.image(i)).collect();
     let expected = class_probabilities(&model, &images, size, &normalization, &flex.device, false);
@@ -155,10 +155,11 @@ fn a_saved_model_predicts_the_same_on_every_backend() {
         train_images_per_sec: 1.0,
         weights_bytes: 0,
         weights_crc32: 0,
+        trained_on: None,
     };
     saved_model::save(dir.path(), &model, &info).unwrap();
 
-    let mut backends = vec![flex, cpu_backend(BackendKind::Ndarray)];
+    let mut backends = vec![flex, cpu_backend(CpuBackend::Ndarray)];
     backends.extend(common::wgpu_or_skip(
         "a_saved_model_predicts_the_same_on_every_backend (wgpu part)",
     ));
@@ -182,7 +183,7 @@ fn a_saved_model_predicts_the_same_on_every_backend() {
 /// Dropout draws new masks in every training pass and stays out of inference.
 #[test]
 fn dropout_acts_while_training_only() {
-    let device = cpu_backend(BackendKind::Flex).device;
+    let device = cpu_backend(CpuBackend::Flex).device;
     let training = device.clone().autodiff();
     training.seed(3);
     let images = Tensor::<4>::random([8, 3, 16, 16], Uniform(0.0, 1.0), &device);
@@ -225,7 +226,7 @@ fn fit_against_swapped_labels(epochs: usize, patience: Option<usize>) -> (f64, V
         patience,
         ..FitSettings::default()
     };
-    let backend = cpu_backend(BackendKind::Flex);
+    let backend = cpu_backend(CpuBackend::Flex);
     let normalization = Normalization::default();
     let (model, history) = fit(
         &train,
@@ -275,7 +276,7 @@ fn patience_stops_the_run_after_that_many_epochs_without_progress() {
 fn flip_averages_a_photo_with_its_mirror_image() {
     let size = 32;
     let (model, val) = one_epoch_model(size, 6);
-    let flex = cpu_backend(BackendKind::Flex);
+    let flex = cpu_backend(CpuBackend::Flex);
     let normalization = Normalization::default();
     let images: Vec<&[u8]> = (0..val.len()).map(|i| val.image(i)).collect();
     let mirrored: Vec<Vec<u8>> = images
@@ -343,7 +344,7 @@ fn assert_flex_matches_ndarray(
 ) {
     let mut weights = OutputWeights::default();
     let expected = compute(
-        &cpu_backend(BackendKind::Ndarray).device.autodiff(),
+        &cpu_backend(CpuBackend::Ndarray).device.autodiff(),
         &mut weights,
     );
     let actual = compute(&Device::flex().autodiff(), &mut weights);
@@ -453,4 +454,69 @@ fn flex_batch_norm_and_its_gradients_match_ndarray() {
             ("inference", inference.into_data()),
         ]
     });
+}
+
+/// Settings no run can use are refused with the flag named, through the library too: zero
+/// epochs or an empty batch used to panic deep inside the loop.
+#[test]
+fn fit_refuses_settings_it_cannot_use() {
+    let (train, val) = generated(20, 16, 9);
+    let device = cpu_backend(CpuBackend::Flex).device;
+    for (settings, flag) in [
+        (
+            FitSettings {
+                epochs: 0,
+                ..FitSettings::default()
+            },
+            "--epochs",
+        ),
+        (
+            FitSettings {
+                batch_size: 0,
+                ..FitSettings::default()
+            },
+            "--batch-size",
+        ),
+        (
+            FitSettings {
+                learning_rate: f64::NAN,
+                ..FitSettings::default()
+            },
+            "--lr",
+        ),
+        (
+            FitSettings {
+                patience: Some(0),
+                ..FitSettings::default()
+            },
+            "--patience",
+        ),
+    ] {
+        let err = fit(
+            &train,
+            &val,
+            2,
+            &settings,
+            &Normalization::default(),
+            &device,
+            &mut (),
+        )
+        .map(|_| ())
+        .expect_err(flag);
+        assert!(format!("{err:#}").contains(flag), "{flag}: {err:#}");
+    }
+}
+
+/// `train` checks its options before touching the model folder.
+#[test]
+fn train_refuses_options_it_cannot_use() {
+    let out = tempfile::tempdir().unwrap();
+    let options = TrainOptions {
+        val_split: 1.5,
+        out: out.path().join("model"),
+        ..TrainOptions::default()
+    };
+    let err = train(&options, &cpu_backend(CpuBackend::Flex), &mut ()).expect_err("val_split 1.5");
+    assert!(format!("{err:#}").contains("--val-split"), "{err:#}");
+    assert!(!options.out.exists(), "nothing is written before the check");
 }

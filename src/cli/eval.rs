@@ -9,7 +9,8 @@ use clap::Args;
 use super::with_default;
 use crate::device::{self, BackendChoice};
 use crate::inference::{
-    Photos, Predictor, check_contact_sheet_path, evaluate_folder, write_contact_sheet,
+    Photos, Predictor, check_contact_sheet_path, evaluate_folder, held_out_photos,
+    write_contact_sheet,
 };
 use crate::output;
 use crate::training::TrainOptions;
@@ -36,15 +37,17 @@ pub struct EvalArgs {
     /// Draw those photos, with what the model said, on a contact sheet (PNG).
     #[arg(long, value_name = "F.png")]
     pub mistakes: Option<PathBuf>,
-    /// Evaluate only the photos that `catdog train --data DIR` held out for validation
-    /// (with the same --val-split and --seed), not the ones it learned from.
+    /// Evaluate only the photos that `catdog train --data DIR` held out for validation, not the
+    /// ones it learned from; refused for any other folder.
     #[arg(long)]
     pub held_out: bool,
     #[arg(long, value_name = "F", requires = "held_out",
-          help = with_default("The --val-split the model was trained with", defaults().val_split))]
+          help = with_default("The --val-split the model was trained with, for a model saved \
+                               before catdog recorded it", defaults().val_split))]
     pub val_split: Option<f64>,
     #[arg(long, requires = "held_out",
-          help = with_default("The --seed the model was trained with", defaults().settings.seed))]
+          help = with_default("The --seed the model was trained with, for a model saved before \
+                               catdog recorded it", defaults().settings.seed))]
     pub seed: Option<u64>,
     /// Average each photo's prediction with its mirror image's (twice the work).
     #[arg(long)]
@@ -65,10 +68,8 @@ pub(super) fn run(args: EvalArgs) -> Result<ExitCode> {
     let selection = device::select(args.backend)?;
     let predictor = Predictor::load(&args.model, &selection.backend)?.with_flip(args.flip);
     let subset = if args.held_out {
-        Photos::HeldOut {
-            val_split: args.val_split.unwrap_or(defaults().val_split),
-            seed: args.seed.unwrap_or(defaults().settings.seed),
-        }
+        let fallback = (defaults().val_split, defaults().settings.seed);
+        held_out_photos(predictor.info(), args.val_split, args.seed, fallback)?
     } else {
         Photos::All
     };

@@ -86,12 +86,8 @@ impl HostBatch {
         self.labels.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.labels.is_empty()
-    }
-
     /// The images and labels as tensors on `device`.
-    pub fn to_device(self, device: &Device) -> (Tensor<4>, Tensor<1, Int>) {
+    pub fn into_device(self, device: &Device) -> (Tensor<4>, Tensor<1, Int>) {
         let count = self.labels.len();
         (
             Tensor::from_data(self.images, device),

@@ -6,13 +6,14 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::fs;
-use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
+
+use super::fingerprint::fingerprint;
 
 /// File extensions read as photos (any case).
 pub const PHOTO_EXTENSIONS: [&str; 7] = ["jpg", "jpeg", "png", "webp", "bmp", "gif", "jfif"];
@@ -46,8 +47,9 @@ pub struct Dataset {
     pub layout: Layout,
     pub classes: Vec<String>,
     pub samples: Vec<Sample>,
-    /// Identifies the exact photos: their class, path, size and modification time. Any
-    /// photo added, removed, replaced or touched changes it.
+    /// Identifies the exact photos: their class, path inside `root`, size and modification
+    /// time. Any photo added, removed, replaced or touched changes it; the path `root` is
+    /// given by does not.
     pub fingerprint: String,
 }
 
@@ -115,16 +117,10 @@ impl Dataset {
         Ok(Dataset {
             root: root.to_path_buf(),
             layout,
-            fingerprint: fingerprint(&classes, &samples),
+            fingerprint: fingerprint(root, &classes, &samples),
             classes,
             samples,
         })
-    }
-
-    /// Photos per class, in class order.
-    pub fn class_counts(&self) -> Vec<usize> {
-        let labels: Vec<usize> = self.samples.iter().map(|s| s.label).collect();
-        count_labels(&labels, self.classes.len())
     }
 
     /// Splits the samples' indices into (train, validation), holding back `val_fraction` of
@@ -135,19 +131,12 @@ impl Dataset {
     }
 }
 
-/// See [`Dataset::fingerprint`].
-fn fingerprint(classes: &[String], samples: &[Sample]) -> String {
-    let mut hasher = DefaultHasher::new();
-    classes.hash(&mut hasher);
-    for sample in samples {
-        sample.label.hash(&mut hasher);
-        sample.path.hash(&mut hasher);
-        if let Ok(meta) = fs::metadata(&sample.path) {
-            meta.len().hash(&mut hasher);
-            meta.modified().ok().hash(&mut hasher);
-        }
+/// Refuses a share of photos to hold back for validation that leaves too few to train on.
+pub(crate) fn check_val_split(val_split: f64) -> Result<()> {
+    if !(0.0..0.9).contains(&val_split) {
+        bail!("--val-split must be at least 0 and below 0.9, not {val_split}");
     }
-    format!("photos-{:016x}", hasher.finish())
+    Ok(())
 }
 
 /// Splits the indices of `labels` into (train, validation), holding back `val_fraction` of
@@ -175,15 +164,6 @@ pub fn stratified_split(
     train.sort_unstable();
     val.sort_unstable();
     (train, val)
-}
-
-/// How many items each class has.
-pub fn count_labels(labels: &[usize], classes: usize) -> Vec<usize> {
-    let mut counts = vec![0; classes];
-    for &label in labels {
-        counts[label] += 1;
-    }
-    counts
 }
 
 /// The photos in `dir`, sorted by path; with `recursive`, in its sub-folders too (each
@@ -252,6 +232,20 @@ fn file_name(path: &Path) -> String {
 mod tests {
     use super::*;
 
+    /// How many items each class has.
+    fn count_labels(labels: &[usize], classes: usize) -> Vec<usize> {
+        let mut counts = vec![0; classes];
+        for &label in labels {
+            counts[label] += 1;
+        }
+        counts
+    }
+
+    fn class_counts(data: &Dataset) -> Vec<usize> {
+        let labels: Vec<usize> = data.samples.iter().map(|s| s.label).collect();
+        count_labels(&labels, data.classes.len())
+    }
+
     fn touch(path: &Path) {
         fs::create_dir_all(path.parent().unwrap()).unwrap();
         fs::write(path, b"not decoded by scanning").unwrap();
@@ -273,7 +267,7 @@ mod tests {
         let data = Dataset::scan(dir.path()).unwrap();
         assert_eq!(data.layout, Layout::ClassFolders);
         assert_eq!(data.classes, ["cat", "dog"]);
-        assert_eq!(data.class_counts(), [1, 2]);
+        assert_eq!(class_counts(&data), [1, 2]);
         assert_eq!(data.samples[0].path, dir.path().join("cat/x.jpeg"));
         assert_eq!(data.samples[0].label, 0);
     }
@@ -294,7 +288,7 @@ mod tests {
         let data = Dataset::scan(dir.path()).unwrap();
         assert_eq!(data.layout, Layout::FlatNames);
         assert_eq!(data.classes, ["cat", "dog"]);
-        assert_eq!(data.class_counts(), [2, 3]);
+        assert_eq!(class_counts(&data), [2, 3]);
         assert!(data.samples.iter().all(|s| {
             let name = s.path.file_name().unwrap().to_string_lossy().into_owned();
             name.starts_with(&data.classes[s.label])

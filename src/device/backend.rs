@@ -185,7 +185,8 @@ fn open(plan: &Plan) -> Result<Backend> {
     match (plan.kind, plan.adapter) {
         (BackendKind::Wgpu, Some(adapter)) => wgpu_backend(adapter),
         (BackendKind::Wgpu, None) => bail!("wgpu needs an adapter"),
-        (kind, _) => Ok(cpu_backend(kind)),
+        (BackendKind::Flex, _) => Ok(cpu_backend(CpuBackend::Flex)),
+        (BackendKind::Ndarray, _) => Ok(cpu_backend(CpuBackend::Ndarray)),
     }
 }
 
@@ -203,17 +204,32 @@ fn no_gpu_reason() -> String {
     }
 }
 
+/// One of burn's CPU backends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CpuBackend {
+    Flex,
+    Ndarray,
+}
+
+impl From<CpuBackend> for BackendKind {
+    fn from(cpu: CpuBackend) -> BackendKind {
+        match cpu {
+            CpuBackend::Flex => BackendKind::Flex,
+            CpuBackend::Ndarray => BackendKind::Ndarray,
+        }
+    }
+}
+
 /// A CPU backend on all the threads rayon gives it.
-pub fn cpu_backend(kind: BackendKind) -> Backend {
-    let device = match kind {
-        BackendKind::Flex => Device::flex(),
+pub fn cpu_backend(cpu: CpuBackend) -> Backend {
+    let device = match cpu {
+        CpuBackend::Flex => Device::flex(),
         // Deprecated in burn 0.22 in favour of flex; catdog keeps it so both can be compared.
         #[allow(deprecated)]
-        BackendKind::Ndarray => Device::ndarray(),
-        BackendKind::Wgpu => unreachable!("wgpu is not a CPU backend"),
+        CpuBackend::Ndarray => Device::ndarray(),
     };
     Backend {
-        kind,
+        kind: cpu.into(),
         device,
         device_name: format!(
             "{} ({} threads)",

@@ -6,7 +6,9 @@ mod backend;
 mod hardware;
 
 pub use allocator::keep_freed_memory;
-pub use backend::{Backend, BackendChoice, BackendKind, Selection, cpu_backend, select};
+pub use backend::{
+    Backend, BackendChoice, BackendKind, CpuBackend, Selection, cpu_backend, select,
+};
 pub use hardware::{AdapterKind, GpuAdapter, hardware_gpu};
 
 pub(crate) use backend::{Plan, plan};

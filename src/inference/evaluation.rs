@@ -8,8 +8,8 @@ use burn::tensor::Device;
 use serde::Serialize;
 
 use super::{Predictor, log_probabilities, most_probable};
-use crate::data::{Dataset, ImageSet, Normalization, Skipped, load_or_decode};
-use crate::model::SmallCnn;
+use crate::data::{Dataset, ImageSet, Normalization, Skipped, check_val_split, load_or_decode};
+use crate::model::{ModelInfo, SmallCnn};
 
 /// Mean cross-entropy and accuracy of `model` on `set`, `batch_size` pictures at a time.
 pub fn evaluate(
@@ -117,6 +117,9 @@ pub fn evaluate_folder(
             classes
         );
     }
+    if let Photos::HeldOut { .. } = subset {
+        check_trained_on(predictor.info(), &dataset)?;
+    }
     let photos = load_or_decode(&dataset, predictor.info().image_size, &|| {})?;
     let samples = match subset {
         Photos::All => (0..dataset.samples.len()).collect(),
@@ -185,6 +188,65 @@ pub fn evaluate_folder(
         skipped_photos: photos.skipped.len(),
         skipped: photos.skipped,
     })
+}
+
+/// The photos `catdog eval --held-out` scores: those the model's training held out, by the
+/// split recorded with it; a `val_split` or `seed` given must agree with that record. A model
+/// saved before catdog recorded it takes them as given, or `fallback` (train's defaults).
+pub(crate) fn held_out_photos(
+    info: &ModelInfo,
+    val_split: Option<f64>,
+    seed: Option<u64>,
+    fallback: (f64, u64),
+) -> Result<Photos> {
+    let Some(trained) = &info.trained_on else {
+        let val_split = val_split.unwrap_or(fallback.0);
+        check_val_split(val_split)?;
+        return Ok(Photos::HeldOut {
+            val_split,
+            seed: seed.unwrap_or(fallback.1),
+        });
+    };
+    if let Some(given) = val_split.filter(|&given| given != trained.val_split) {
+        bail!(
+            "--val-split {given} is not the {} the model was trained with (its catdog.json \
+             records it): leave it out",
+            trained.val_split
+        );
+    }
+    if let Some(given) = seed.filter(|&given| given != trained.seed) {
+        bail!(
+            "--seed {given} is not the {} the model was trained with (its catdog.json records \
+             it): leave it out",
+            trained.seed
+        );
+    }
+    Ok(Photos::HeldOut {
+        val_split: trained.val_split,
+        seed: trained.seed,
+    })
+}
+
+/// Refuses `--held-out` on a folder other than the one the model was trained on, as it was
+/// then: its split would hold out other photos, some of which the model learned from.
+fn check_trained_on(info: &ModelInfo, dataset: &Dataset) -> Result<()> {
+    let Some(trained) = &info.trained_on else {
+        return Ok(());
+    };
+    let here = dataset.root.display();
+    match &trained.data {
+        None => bail!(
+            "the model was trained on generated pictures, so none of the photos in {here} were \
+             held out of its training: evaluate it without --held-out"
+        ),
+        Some(folder) if trained.data_fingerprint != dataset.fingerprint => bail!(
+            "the model was trained on {}, and {here} does not hold those photos as they were \
+             then (added, removed or changed photos), so --held-out cannot tell which ones \
+             training held out: evaluate without --held-out, or on that folder",
+            folder.display()
+        ),
+        Some(_) => Ok(()),
+    }
 }
 
 /// `part / whole`, or 0 when `whole` is 0 (a class never predicted has no precision).

@@ -19,7 +19,7 @@ pub use predict::{Prediction, Predictor};
 pub(crate) use contact_sheet::{
     check_path as check_contact_sheet_path, write as write_contact_sheet,
 };
-pub(crate) use evaluation::{Evaluation, Mistake, Photos, evaluate_folder};
+pub(crate) use evaluation::{Evaluation, Mistake, Photos, evaluate_folder, held_out_photos};
 
 /// Photos sent to the device at once by `predict` and `eval`.
 const BATCH: usize = 64;

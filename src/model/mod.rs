@@ -8,7 +8,7 @@ use std::path::Path;
 use anyhow::{Result, ensure};
 
 pub use network::SmallCnn;
-pub use saved::{FORMAT_VERSION, ModelInfo, save};
+pub use saved::{FORMAT_VERSION, ModelInfo, TrainedOn, save};
 
 pub(crate) use saved::load;
 

@@ -6,7 +6,7 @@
 //! to, so a damaged file or a mismatched pair is refused instead of loaded.
 
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail, ensure};
 use burn::store::{ModuleSnapshot, SafetensorsStore};
@@ -39,7 +39,8 @@ pub struct ModelInfo {
     pub epochs: usize,
     /// Accuracy of these weights on the held-out photos; absent without validation.
     pub val_accuracy: Option<f64>,
-    /// Where it was trained, and how fast.
+    /// Where it was trained, and how fast once warmed up (photos per second: the median over
+    /// the epochs after the first).
     pub backend: BackendKind,
     pub device: String,
     pub train_images_per_sec: f64,
@@ -47,6 +48,23 @@ pub struct ModelInfo {
     /// files do not belong together.
     pub weights_bytes: u64,
     pub weights_crc32: u32,
+    /// The photos it learned from and the ones it held out; absent in models saved before
+    /// catdog recorded them.
+    #[serde(default)]
+    pub trained_on: Option<TrainedOn>,
+}
+
+/// Which photos a model learned from, so that `catdog eval --held-out` scores it only on the
+/// ones its training held out.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TrainedOn {
+    /// The photo folder as `catdog train` was given it; `None` for generated pictures.
+    pub data: Option<PathBuf>,
+    /// The folder's fingerprint then (see [`crate::data::Dataset`]).
+    pub data_fingerprint: String,
+    /// The share of each class held out, and the seed that chose them.
+    pub val_split: f64,
+    pub seed: u64,
 }
 
 /// Writes `model` and `info` into `dir` (created if needed). `info.weights_bytes` and

@@ -103,6 +103,19 @@ pub fn bench_text(report: &BenchReport) -> String {
             ));
         }
     }
+    if let Some(first) = report.skipped.first() {
+        out.push_str(&format!(
+            "Left out {} photos of {} that do not decode (the first: {}: {}).\n",
+            report.skipped.len(),
+            report
+                .settings
+                .data
+                .as_deref()
+                .map_or_else(String::new, |dir| dir.display().to_string()),
+            first.path,
+            first.reason
+        ));
+    }
     out.push_str(&article_comparison(report));
     out
 }

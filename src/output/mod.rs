@@ -10,7 +10,7 @@ mod train;
 
 use std::path::Path;
 
-pub use bench::{article_comparison, bench_chart, bench_markdown, bench_text};
+pub use bench::{bench_chart, bench_markdown, bench_text};
 pub use devices::{devices_json, devices_text};
 pub use eval::evaluation_text;
 pub use predict::{prediction_json, prediction_line};

@@ -27,13 +27,23 @@ pub fn train_summary(report: &TrainReport) -> String {
         .map(|rate| format!("Decoding ran at {rate:.0} photos/s.\n"))
         .unwrap_or_default();
     let which = if kept.epoch == report.epochs.len() {
-        "Last epoch".to_string()
+        "Kept the last epoch".to_string()
     } else {
         format!("Kept epoch {} (the best on validation)", kept.epoch)
     };
+    let first = report.epochs[0].train_images_per_sec;
+    let speed = match report.epochs.len() {
+        1 => format!("{first:.1} photos/s (one epoch, warm-up included)"),
+        n => format!(
+            "{:.1} photos/s (the median of epochs 2–{n}; epoch 1, which includes the warm-up: \
+             {first:.1})",
+            report.images_per_sec()
+        ),
+    };
     format!(
         "Trained on {} photos of {} from {}{skipped}, {} epochs, backend {} on {}.\n\
-         {decode}{which}: {:.1} photos/s{accuracy}.\n\
+         {decode}Training ran at {speed}.\n\
+         {which}{accuracy}.\n\
          Model saved in {}; try: catdog predict --model {} PHOTO",
         report.train_images,
         report.classes.join(" and "),
@@ -41,7 +51,6 @@ pub fn train_summary(report: &TrainReport) -> String {
         report.epochs.len(),
         report.backend.kind,
         report.backend.device_name,
-        kept.train_images_per_sec,
         report.model_dir.display(),
         report.model_dir.display(),
     )
@@ -55,7 +64,8 @@ pub fn train_json(report: &TrainReport) -> Value {
         "device": report.backend.device_name,
         "epochs": report.epochs.len(),
         "kept_epoch": kept.epoch,
-        "train_images_per_sec": kept.train_images_per_sec,
+        "train_images_per_sec": report.images_per_sec(),
+        "first_epoch_images_per_sec": report.epochs[0].train_images_per_sec,
         "val_accuracy": kept.val_accuracy,
         "val_loss": kept.val_loss,
         "train_loss": kept.train_loss,

@@ -118,9 +118,11 @@ pub fn save(
     write_atomically(&dir.join(&state.model_file), model)?;
     write_atomically(&dir.join(&state.optimizer_file), optimizer)?;
     if let (Some(best), Some(file)) = (best, &state.best) {
-        // Unchanged since the checkpoint that wrote it, unless that one was never completed.
+        // Usually written by an earlier checkpoint of this run; but a file of that name may
+        // be another run's (an --out folder used again) or a half-finished one's: only the
+        // same bytes are kept.
         let path = dir.join(&file.file);
-        if !fs::metadata(&path).is_ok_and(|meta| meta.len() == file.bytes) {
+        if fs::read(&path).ok().as_deref() != Some(&best.model[..]) {
             write_atomically(&path, &best.model)?;
         }
     }
@@ -255,7 +257,17 @@ mod tests {
             bpk_files(out),
             ["best-e3.bpk", "model-e4b0.bpk", "optimizer-e4b0.bpk"]
         );
-        assert_eq!(load(out).unwrap().unwrap().best, Some(better));
+        assert_eq!(load(out).unwrap().unwrap().best, Some(better.clone()));
+
+        // Another run's best epoch 3, of the same size, in a folder used again.
+        save(out, &run(), &position(1), &[], b"m0", b"o0", None).unwrap();
+        fs::write(dir(out).join("best-e3.bpk"), [6, 7]).unwrap();
+        save(out, &run(), &position(4), &[], b"m3", b"o3", Some(&better)).unwrap();
+        assert_eq!(
+            load(out).unwrap().unwrap().best,
+            Some(better),
+            "the stale file of the same name and size is replaced"
+        );
 
         fs::write(dir(out).join("best-e3.bpk"), [9, 9]).unwrap();
         let damaged = load(out).err().expect("a damaged best epoch is refused");

@@ -30,6 +30,7 @@ pub fn fit(
     device: &Device,
     progress: &mut dyn TrainProgress,
 ) -> Result<(SmallCnn, Vec<EpochStats>)> {
+    settings.check()?;
     let run = FitRun {
         train,
         val,

@@ -52,6 +52,23 @@ pub struct BestEpoch {
     pub model: Vec<u8>,
 }
 
+/// Training photos per second once warmed up: the median over the epochs after the first (on
+/// wgpu the first also compiles and tunes its kernels), or the first's in a one-epoch run.
+pub fn steady_images_per_sec(history: &[EpochStats]) -> f64 {
+    let mut rates: Vec<f64> = match history {
+        [only] => vec![only.train_images_per_sec],
+        [_, later @ ..] => later.iter().map(|e| e.train_images_per_sec).collect(),
+        [] => return 0.0,
+    };
+    rates.sort_by(f64::total_cmp);
+    let middle = rates.len() / 2;
+    if rates.len() % 2 == 1 {
+        rates[middle]
+    } else {
+        (rates[middle - 1] + rates[middle]) / 2.0
+    }
+}
+
 /// The epoch whose network a run saves: the best validated one, or the last without
 /// validation.
 pub fn kept_epoch(history: &[EpochStats]) -> &EpochStats {
@@ -93,5 +110,25 @@ mod tests {
         assert_eq!(best_epoch(&unvalidated), None);
         assert_eq!(kept_epoch(&unvalidated).epoch, 2, "the last epoch is kept");
         assert!(!out_of_patience(&unvalidated, Some(1)));
+    }
+
+    #[test]
+    fn the_steady_speed_leaves_the_first_epoch_out() {
+        let speeds = |rates: &[f64]| -> Vec<EpochStats> {
+            rates
+                .iter()
+                .enumerate()
+                .map(|(i, &rate)| EpochStats {
+                    train_images_per_sec: rate,
+                    ..epoch(i + 1, None)
+                })
+                .collect()
+        };
+        assert_eq!(
+            steady_images_per_sec(&speeds(&[3.0, 100.0, 90.0, 110.0])),
+            100.0
+        );
+        assert_eq!(steady_images_per_sec(&speeds(&[3.0, 100.0, 90.0])), 95.0);
+        assert_eq!(steady_images_per_sec(&speeds(&[3.0])), 3.0);
     }
 }

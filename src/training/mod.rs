@@ -26,13 +26,13 @@ use burn::module::Module;
 
 use crate::data::{DataSpec, Normalization, PreparedData, Skipped, prepare};
 use crate::device::Backend;
-use crate::model::{self, ARCHITECTURE, ARCHITECTURE_VERSION, ModelInfo, SmallCnn};
+use crate::model::{self, ARCHITECTURE, ARCHITECTURE_VERSION, ModelInfo, SmallCnn, TrainedOn};
 use fit::{FitOutcome, FitRun, RunState, fit_from};
 use out_folder::OutFolder;
 use settings::RunSettings;
 
 pub use fit::fit;
-pub use history::{EpochStats, best_epoch};
+pub use history::{EpochStats, best_epoch, steady_images_per_sec};
 pub use interrupt::Interrupt;
 pub use progress::{BatchStats, TrainProgress};
 pub use schedule::Schedule;
@@ -67,13 +67,18 @@ impl TrainReport {
     pub fn kept_epoch(&self) -> &EpochStats {
         kept_epoch(&self.epochs)
     }
+
+    /// Training photos per second once warmed up: see [`steady_images_per_sec`].
+    pub fn images_per_sec(&self) -> f64 {
+        steady_images_per_sec(&self.epochs)
+    }
 }
 
 /// How `catdog train` ended.
 #[derive(Debug)]
 pub enum TrainOutcome {
-    /// The model is saved.
-    Finished(TrainReport),
+    /// The model is saved. (Boxed: a report is much larger than the other variant.)
+    Finished(Box<TrainReport>),
     /// Ctrl-C or SIGTERM stopped the run, with a checkpoint saved.
     Stopped(Stopped),
 }
@@ -107,6 +112,7 @@ pub fn train(
     backend: &Backend,
     progress: &mut dyn TrainProgress,
 ) -> Result<TrainOutcome> {
+    options.check()?;
     let (_lock, took_over) = OutFolder::claim(&options.out, room_needed(backend))?;
     if let Some(line) = took_over {
         progress.note(&line);
@@ -172,7 +178,7 @@ pub fn train(
         &normalization,
         progress,
     )?;
-    Ok(TrainOutcome::Finished(TrainReport {
+    Ok(TrainOutcome::Finished(Box::new(TrainReport {
         backend: backend.clone(),
         data: data.description,
         classes: data.classes,
@@ -182,7 +188,7 @@ pub fn train(
         decode_images_per_sec: data.decode_images_per_sec,
         epochs,
         model_dir: options.out.clone(),
-    }))
+    })))
 }
 
 /// Writes the kept epoch's network and its description into `options.out`, and the run's
@@ -209,9 +215,15 @@ fn save_model(
         val_accuracy: kept.val_accuracy,
         backend: backend.kind,
         device: backend.device_name.clone(),
-        train_images_per_sec: kept.train_images_per_sec,
+        train_images_per_sec: steady_images_per_sec(epochs),
         weights_bytes: 0,
         weights_crc32: 0,
+        trained_on: Some(TrainedOn {
+            data: options.data.clone(),
+            data_fingerprint: data.fingerprint.clone(),
+            val_split: options.val_split,
+            seed: options.settings.seed,
+        }),
     };
     model::save(&options.out, model, &info)?;
     let curves = options.out.join(CURVES_FILE);

@@ -7,6 +7,7 @@ use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
 
 use super::schedule::Schedule;
+use crate::data::check_val_split;
 
 /// What `catdog train` is asked to do.
 #[derive(Clone, Debug)]
@@ -54,30 +55,25 @@ impl TrainOptions {
 
     /// Refuses values no run can use, naming the flag that sets them.
     pub fn check(&self) -> Result<()> {
-        let settings = &self.settings;
-        if !(settings.learning_rate > 0.0 && settings.learning_rate.is_finite()) {
+        check_val_split(self.val_split)?;
+        if self.image_size < MIN_IMAGE_SIZE {
             bail!(
-                "--lr must be a positive number, not {}",
-                settings.learning_rate
+                "--image-size must be at least {MIN_IMAGE_SIZE} px, not {}",
+                self.image_size
             );
         }
-        for (flag, value) in [
-            ("--dropout", settings.dropout),
-            ("--label-smoothing", settings.label_smoothing),
-        ] {
-            if !(0.0..1.0).contains(&value) {
-                bail!("{flag} must be at least 0 and below 1, not {value}");
-            }
-        }
-        if !(0.0..0.9).contains(&self.val_split) {
+        if self.data.is_none() && self.generated_count < 2 {
             bail!(
-                "--val-split must be at least 0 and below 0.9, not {}",
-                self.val_split
+                "--generated must be at least 2 (a picture of each class), not {}",
+                self.generated_count
             );
         }
-        Ok(())
+        self.settings.check()
     }
 }
+
+/// The smallest picture the network's four 2×2 poolings leave a pixel of.
+pub const MIN_IMAGE_SIZE: u32 = 16;
 
 /// The training loop's own settings.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -103,6 +99,39 @@ pub struct FitSettings {
     /// all classes evenly, so the network is not pushed towards certainty.
     #[serde(default)]
     pub label_smoothing: f64,
+}
+
+impl FitSettings {
+    /// Refuses values the training loop cannot use, naming the flag that sets them.
+    pub fn check(&self) -> Result<()> {
+        if self.epochs == 0 {
+            bail!("--epochs must be at least 1");
+        }
+        if self.batch_size == 0 {
+            bail!("--batch-size must be at least 1");
+        }
+        if self.patience == Some(0) {
+            bail!("--patience must be at least 1");
+        }
+        if !(self.learning_rate > 0.0 && self.learning_rate.is_finite()) {
+            bail!("--lr must be a positive number, not {}", self.learning_rate);
+        }
+        if !(self.weight_decay >= 0.0 && self.weight_decay.is_finite()) {
+            bail!(
+                "--weight-decay must be 0 or a positive number, not {}",
+                self.weight_decay
+            );
+        }
+        for (flag, value) in [
+            ("--dropout", self.dropout),
+            ("--label-smoothing", self.label_smoothing),
+        ] {
+            if !(0.0..1.0).contains(&value) {
+                bail!("{flag} must be at least 0 and below 1, not {value}");
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Default for FitSettings {

@@ -112,7 +112,7 @@ impl Trainer {
     /// pass to finish).
     pub fn step(&mut self, batch: HostBatch, learning_rate: f64) -> Step {
         let expected = batch.labels.clone();
-        let (inputs, labels) = batch.to_device(&self.device);
+        let (inputs, labels) = batch.into_device(&self.device);
         let model = self
             .model
             .take()
@@ -192,12 +192,12 @@ fn adamw(weight_decay: f64) -> ModuleOptimizer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::device::{BackendKind, cpu_backend};
+    use crate::device::{CpuBackend, cpu_backend};
     use burn::tensor::{Int, Tensor};
 
     #[test]
     fn label_smoothing_gives_every_class_a_share_of_the_target() {
-        let device = cpu_backend(BackendKind::Flex).device;
+        let device = cpu_backend(CpuBackend::Flex).device;
         let loss = |label_smoothing| {
             let settings = FitSettings {
                 label_smoothing,

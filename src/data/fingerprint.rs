@@ -1,0 +1,116 @@
+//! What identifies the exact photos of a folder: their classes, their paths inside the folder,
+//! sizes and modification times, hashed with FNV-1a over a fixed encoding. It names the pixel
+//! cache and is recorded with a checkpoint and a model, so it must not change with the Rust
+//! toolchain (std's `DefaultHasher` may), nor with the path the folder is reached by.
+
+use std::fs;
+use std::path::Path;
+use std::time::UNIX_EPOCH;
+
+use super::dataset::Sample;
+
+/// Bumped when the encoding below changes.
+const ENCODING: &[u8] = b"catdog-photos-v2";
+
+/// The fingerprint of `samples` of `classes`, found under `root`.
+pub(crate) fn fingerprint(root: &Path, classes: &[String], samples: &[Sample]) -> String {
+    let mut hash = Fnv1a::new();
+    hash.write(ENCODING);
+    hash.write_u64(classes.len() as u64);
+    for class in classes {
+        hash.write_bytes(class.as_bytes());
+    }
+    for sample in samples {
+        hash.write_u64(sample.label as u64);
+        let inside = sample.path.strip_prefix(root).unwrap_or(&sample.path);
+        hash.write_bytes(inside.as_os_str().as_encoded_bytes());
+        match fs::metadata(&sample.path) {
+            Ok(meta) => {
+                hash.write_u64(meta.len());
+                let since_epoch = meta
+                    .modified()
+                    .ok()
+                    .and_then(|t| t.duration_since(UNIX_EPOCH).ok());
+                let (secs, nanos) =
+                    since_epoch.map_or((u64::MAX, 0), |d| (d.as_secs(), d.subsec_nanos()));
+                hash.write_u64(secs);
+                hash.write_u64(nanos as u64);
+            }
+            Err(_) => hash.write_u64(u64::MAX),
+        }
+    }
+    format!("photos-{:016x}", hash.finish())
+}
+
+/// The 64-bit FNV-1a hash: a fixed, documented function (http://www.isthe.com/chongo/tech/comp/fnv/).
+struct Fnv1a(u64);
+
+impl Fnv1a {
+    fn new() -> Fnv1a {
+        Fnv1a(0xcbf2_9ce4_8422_2325)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.0 ^= byte as u64;
+            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+
+    fn write_u64(&mut self, value: u64) {
+        self.write(&value.to_le_bytes());
+    }
+
+    /// Length first, so that ("ab", "c") and ("a", "bc") differ.
+    fn write_bytes(&mut self, bytes: &[u8]) {
+        self.write_u64(bytes.len() as u64);
+        self.write(bytes);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::Dataset;
+
+    #[test]
+    fn fnv1a_gives_the_published_values() {
+        for (input, expected) in [
+            (&b""[..], 0xcbf2_9ce4_8422_2325),
+            (b"a", 0xaf63_dc4c_8601_ec8c),
+            (b"foobar", 0x8594_4171_f739_67e8),
+        ] {
+            let mut hash = Fnv1a::new();
+            hash.write(input);
+            assert_eq!(hash.finish(), expected, "{input:?}");
+        }
+    }
+
+    #[test]
+    fn a_folder_has_one_fingerprint_whatever_path_reaches_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("photos");
+        for name in ["cat/1.jpg", "cat/2.jpg", "dog/1.jpg", "dog/2.jpg"] {
+            let path = data.join(name);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(&path, name).unwrap();
+        }
+        let scanned = Dataset::scan(&data).unwrap().fingerprint;
+        let roundabout = data.join("cat").join("..");
+        assert_eq!(Dataset::scan(&roundabout).unwrap().fingerprint, scanned);
+
+        fs::write(data.join("dog/2.jpg"), "another photo").unwrap();
+        let changed = Dataset::scan(&data).unwrap().fingerprint;
+        assert_ne!(changed, scanned, "a changed photo changes the fingerprint");
+        fs::rename(data.join("dog/2.jpg"), data.join("dog/3.jpg")).unwrap();
+        assert_ne!(
+            Dataset::scan(&data).unwrap().fingerprint,
+            changed,
+            "so does a renamed one"
+        );
+    }
+}
