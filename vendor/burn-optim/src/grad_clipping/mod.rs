@@ -1,0 +1,2 @@
+mod base;
+pub use base::*;
