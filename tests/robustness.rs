@@ -321,6 +321,25 @@ fn damaged_model_folders_are_refused_with_the_file_named() {
     assert_fails_with(&predict(&model, &photo), &info_name);
 }
 
+/// A resumed run reads AdamW's state straight onto the backend it trains on, never onto
+/// burn's default device (the GPU where wgpu is compiled in): with `BURN_DEVICE` naming no
+/// backend at all, any use of the default device would end the run.
+#[test]
+fn resuming_reads_the_optimizer_state_onto_the_training_device() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("model").display().to_string();
+    let tiny = ["--generated", "40", "--image-size", "16", "--epochs", "1"];
+    let mut args = vec!["train", "--backend", "flex", "--out", &out];
+    args.extend(tiny);
+    assert_success(&catdog(&args));
+    let output = command()
+        .args(["train", "--resume", "--backend", "flex", "--out", &out])
+        .env("BURN_DEVICE", "no-such-backend")
+        .output()
+        .unwrap();
+    assert_success(&output);
+}
+
 #[test]
 fn resume_refuses_other_settings_and_damaged_checkpoints() {
     let dir = tempfile::tempdir().unwrap();

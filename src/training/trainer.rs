@@ -50,13 +50,13 @@ impl Trainer {
         optimizer: Vec<u8>,
         settings: &FitSettings,
     ) -> Result<Trainer> {
+        // AdamW's moments live beside the gradients, on the device without autodiff; read
+        // straight there, not onto burn's default device (vendor/burn-optim/PATCHED.md).
+        let optimizer = adamw(settings.weight_decay)
+            .from_bytes_on(Bytes::from_bytes_vec(optimizer), device)
+            .map_err(|err| anyhow!("the checkpoint's optimizer state cannot be read: {err}"))?;
         let device = device.clone().autodiff();
         let network = network_from_bytes(classes, settings.dropout, &device, model)?;
-        // AdamW's state is read onto burn's default device and moves to the parameters'
-        // device at the next step.
-        let optimizer = adamw(settings.weight_decay)
-            .from_bytes(Bytes::from_bytes_vec(optimizer))
-            .map_err(|err| anyhow!("the checkpoint's optimizer state cannot be read: {err}"))?;
         Ok(Trainer {
             model: Some(network),
             optimizer,

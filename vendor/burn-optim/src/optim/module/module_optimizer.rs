@@ -244,8 +244,17 @@ impl ModuleOptimizer {
     /// each parameter's state is migrated to that parameter's (gradient's) device on the next
     /// [`step`](ModuleOptimizer::step) — see the `to_device` call in the step path. The load device
     /// is therefore irrelevant to correctness.
-    pub fn load_record(mut self, record: OptimizerRecord) -> Self {
-        let device = Device::default();
+    pub fn load_record(self, record: OptimizerRecord) -> Self {
+        self.load_record_on(record, &Device::default())
+    }
+
+    /// [`load_record`](Self::load_record), with the state tensors materialized on `device`.
+    ///
+    /// The default device is the first enabled backend (a GPU backend when one is compiled in)
+    /// unless `BURN_DEVICE` names another: loading there fails where that backend has no device,
+    /// and costs a copy to the parameters' device otherwise.
+    pub fn load_record_on(mut self, record: OptimizerRecord, device: &Device) -> Self {
+        let device = device.clone();
         let mut ranks: BTreeMap<u64, usize> = BTreeMap::new();
         let mut paths: BTreeMap<u64, String> = BTreeMap::new();
 
@@ -313,6 +322,11 @@ impl ModuleOptimizer {
     /// Load the optimizer state from an in-memory burnpack byte buffer.
     pub fn from_bytes(self, bytes: Bytes) -> Result<Self, RecordError> {
         Ok(self.load_record(OptimizerRecord::from_bytes(bytes)?))
+    }
+
+    /// [`from_bytes`](Self::from_bytes), with the state tensors materialized on `device`.
+    pub fn from_bytes_on(self, bytes: Bytes, device: &Device) -> Result<Self, RecordError> {
+        Ok(self.load_record_on(OptimizerRecord::from_bytes(bytes)?, device))
     }
 
     /// Save the optimizer state to a burnpack file on disk.
