@@ -39,7 +39,7 @@ pub(super) fn run(args: PredictArgs) -> Result<ExitCode> {
     let mut photos = Vec::new();
     for path in &args.paths {
         if path.is_dir() {
-            let found = photos_in(path, true)?;
+            let found = photos_in(path)?;
             if found.is_empty() {
                 bail!("no photos found in {}", path.display());
             }

@@ -279,14 +279,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         photo(&dir.path().join("cat/1.jpg"), [200, 30, 10]);
         fs::write(dir.path().join("cat/2.jpg"), b"this is not a jpeg").unwrap();
+        photo(&dir.path().join("dog/0.jpg"), [10, 30, 200]);
         photo(&dir.path().join("dog/1.jpg"), [10, 30, 200]);
 
         let first = load(dir.path());
         let Source::DecodedAndCached(cache) = &first.source else {
             panic!("{:?}", first.source)
         };
-        assert_eq!(first.images.len(), 2);
-        assert_eq!(first.image_of_sample, [Some(0), None, Some(1)]);
+        assert_eq!(first.images.len(), 3);
+        assert_eq!(first.image_of_sample, [Some(0), None, Some(1), Some(2)]);
         assert_eq!(first.skipped.len(), 1);
         assert!(first.skipped[0].path.ends_with("cat/2.jpg"));
         let pixel = &first.images.image(0)[..3];
@@ -297,7 +298,7 @@ mod tests {
         assert_eq!(second.image_of_sample, first.image_of_sample);
         assert_eq!(second.skipped[0].path, first.skipped[0].path);
         assert_eq!(second.skipped[0].reason, first.skipped[0].reason);
-        for i in 0..2 {
+        for i in 0..3 {
             assert_eq!(second.images.image(i), first.images.image(i));
         }
 
@@ -306,12 +307,12 @@ mod tests {
         let Source::DecodedAndCached(new_cache) = &third.source else {
             panic!("{:?}", third.source)
         };
-        assert_eq!(third.images.len(), 3);
+        assert_eq!(third.images.len(), 4);
         assert!(!cache.exists(), "the old folder's cache is removed");
 
         // A damaged cache is never used: it is decoded and written again. (Replaced, not
         // changed in place: `third` still maps the old file.)
-        let last_picture = third.images.image(2).to_vec();
+        let last_picture = third.images.image(3).to_vec();
         fs::remove_file(new_cache).unwrap();
         fs::write(new_cache, b"short").unwrap();
         let fourth = load(dir.path());
@@ -320,6 +321,6 @@ mod tests {
             "{:?}",
             fourth.source
         );
-        assert_eq!(fourth.images.image(2), last_picture);
+        assert_eq!(fourth.images.image(3), last_picture);
     }
 }

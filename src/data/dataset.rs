@@ -1,8 +1,9 @@
 //! Finding labelled photos on disk, and holding some back for validation.
 //!
-//! Two layouts are understood: one sub-folder per class (`DIR/cat/*.jpg`, `DIR/dog/*.jpg`),
-//! and Kaggle's flat layout (`DIR/cat.123.jpg`), where the class is the name's part before
-//! the first dot.
+//! Two layouts are understood: one sub-folder per class (`DIR/cat/*.jpg`, `DIR/dog/*.jpg`,
+//! sub-folders of those included), and Kaggle's flat layout (`DIR/cat.123.jpg`), where the
+//! class is the name's part before the first of two dots. Class names are lower case, so
+//! `Cat/` and `cat.1.jpg` name the same class.
 
 use std::collections::{BTreeMap, HashSet};
 use std::fs;
@@ -54,7 +55,8 @@ pub struct Dataset {
 }
 
 impl Dataset {
-    /// Scans `root` in whichever layout it uses. Needs at least two classes.
+    /// Scans `root` in whichever layout it uses. Needs at least two classes of at least two
+    /// photos each.
     pub fn scan(root: &Path) -> Result<Dataset> {
         if !root.exists() {
             bail!("data folder {} does not exist", root.display());
@@ -64,14 +66,26 @@ impl Dataset {
         }
         let mut by_class: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
         let mut loose_photos = Vec::new();
-        for entry in read_dir_sorted(root)? {
-            if is_hidden(&entry) {
-                continue;
-            }
+        let entries: Vec<PathBuf> = read_dir_sorted(root)?
+            .into_iter()
+            .filter(|entry| !is_hidden(entry))
+            .collect();
+        // A link inside a class folder back to the data folder or to another class folder
+        // would give that class's photos a second label: such folders are never entered.
+        let mut visited: HashSet<PathBuf> = std::iter::once(root)
+            .chain(entries.iter().filter(|e| e.is_dir()).map(PathBuf::as_path))
+            .filter_map(|dir| fs::canonicalize(dir).ok())
+            .collect();
+        for entry in entries {
             if entry.is_dir() {
-                let photos = photos_in(&entry, false)?;
+                let mut photos = Vec::new();
+                collect_photos(&entry, &mut visited, &mut photos)?;
                 if !photos.is_empty() {
-                    by_class.insert(file_name(&entry), photos);
+                    let class = by_class
+                        .entry(file_name(&entry).to_lowercase())
+                        .or_default();
+                    class.extend(photos);
+                    class.sort();
                 }
             } else if is_photo(&entry) {
                 loose_photos.push(entry);
@@ -80,8 +94,16 @@ impl Dataset {
 
         let layout = if by_class.is_empty() {
             for photo in loose_photos {
-                let name = file_name(&photo);
-                let class = name.split('.').next().unwrap_or_default().to_string();
+                let Some(class) = class_in_name(&photo) else {
+                    bail!(
+                        "{} names no class: in a folder without class sub-folders every photo \
+                         is named like cat.1.jpg, its class before the first dot. Rename the \
+                         photos, or put each class in a sub-folder ({}/cat/, {}/dog/)",
+                        photo.display(),
+                        root.display(),
+                        root.display()
+                    );
+                };
                 by_class.entry(class).or_default().push(photo);
             }
             Layout::FlatNames
@@ -105,6 +127,15 @@ impl Dataset {
                 root.display(),
                 root.display(),
                 root.display()
+            );
+        }
+
+        if let Some((class, photos)) = by_class.iter().find(|(_, photos)| photos.len() < 2) {
+            bail!(
+                "class '{class}' has only one photo in {} ({}): training and validation need at \
+                 least two of each class",
+                root.display(),
+                photos[0].display()
             );
         }
 
@@ -166,32 +197,30 @@ pub fn stratified_split(
     (train, val)
 }
 
-/// The photos in `dir`, sorted by path; with `recursive`, in its sub-folders too (each
-/// folder once, however symbolic links loop back).
-pub fn photos_in(dir: &Path, recursive: bool) -> Result<Vec<PathBuf>> {
+/// The photos in `dir` and its sub-folders, sorted by path within each folder; each folder
+/// once, however symbolic links loop back.
+pub fn photos_in(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut photos = Vec::new();
-    collect_photos(dir, recursive, &mut HashSet::new(), &mut photos)?;
+    let mut visited: HashSet<PathBuf> = fs::canonicalize(dir).into_iter().collect();
+    collect_photos(dir, &mut visited, &mut photos)?;
     Ok(photos)
 }
 
+/// Adds the photos in `dir` and its sub-folders to `photos`, entering no folder of `visited`
+/// (canonical paths), and adding each it enters.
 fn collect_photos(
     dir: &Path,
-    recursive: bool,
     visited: &mut HashSet<PathBuf>,
     photos: &mut Vec<PathBuf>,
 ) -> Result<()> {
-    if let Ok(real) = fs::canonicalize(dir)
-        && !visited.insert(real)
-    {
-        return Ok(());
-    }
     for entry in read_dir_sorted(dir)? {
         if is_hidden(&entry) {
             continue;
         }
         if entry.is_dir() {
-            if recursive {
-                collect_photos(&entry, true, visited, photos)?;
+            let first_visit = fs::canonicalize(&entry).map_or(true, |real| visited.insert(real));
+            if first_visit {
+                collect_photos(&entry, visited, photos)?;
             }
         } else if is_photo(&entry) {
             photos.push(entry);
@@ -215,6 +244,15 @@ pub fn is_photo(path: &Path) -> bool {
     path.extension()
         .and_then(|ext| ext.to_str())
         .is_some_and(|ext| PHOTO_EXTENSIONS.contains(&ext.to_ascii_lowercase().as_str()))
+}
+
+/// The class a flat folder's photo is named with: `cat` for `cat.123.jpg` (any case), `None`
+/// for a name without one (`IMG_0001.jpg`, `cat.jpg`).
+fn class_in_name(photo: &Path) -> Option<String> {
+    let name = file_name(photo);
+    let mut parts = name.split('.');
+    let class = parts.next().filter(|class| !class.is_empty())?;
+    (parts.count() >= 2).then(|| class.to_lowercase())
 }
 
 fn is_hidden(path: &Path) -> bool {
@@ -257,7 +295,9 @@ mod tests {
         for name in [
             "dog/a.jpg",
             "dog/b.PNG",
+            "Dog/c.jpg",
             "cat/x.jpeg",
+            "cat/2019/summer/y.jpg",
             "cat/notes.txt",
             "cat/.hidden.jpg",
         ] {
@@ -266,10 +306,39 @@ mod tests {
         fs::create_dir(dir.path().join("empty")).unwrap();
         let data = Dataset::scan(dir.path()).unwrap();
         assert_eq!(data.layout, Layout::ClassFolders);
-        assert_eq!(data.classes, ["cat", "dog"]);
-        assert_eq!(class_counts(&data), [1, 2]);
-        assert_eq!(data.samples[0].path, dir.path().join("cat/x.jpeg"));
+        assert_eq!(data.classes, ["cat", "dog"], "Dog/ and dog/ are one class");
+        assert_eq!(class_counts(&data), [2, 3]);
+        assert_eq!(
+            data.samples[0].path,
+            dir.path().join("cat/2019/summer/y.jpg"),
+            "photos in a class folder's sub-folders belong to the class"
+        );
         assert_eq!(data.samples[0].label, 0);
+    }
+
+    #[test]
+    fn a_folder_whose_names_carry_no_class_or_a_class_of_one_photo_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["Cat.1.jpg", "cat.2.jpg", "dog.1.jpg", "dog.2.jpg"] {
+            touch(&dir.path().join(name));
+        }
+        let data = Dataset::scan(dir.path()).unwrap();
+        assert_eq!(data.classes, ["cat", "dog"]);
+        assert_eq!(class_counts(&data), [2, 2]);
+
+        touch(&dir.path().join("IMG_0001.jpg"));
+        let err = Dataset::scan(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("IMG_0001.jpg names no class"), "{err}");
+
+        let folders = tempfile::tempdir().unwrap();
+        for name in ["cat/1.jpg", "cat/2.jpg", "dog/1.jpg"] {
+            touch(&folders.path().join(name));
+        }
+        let err = Dataset::scan(folders.path()).unwrap_err().to_string();
+        assert!(
+            err.contains("class 'dog' has only one photo") && err.contains("dog/1.jpg"),
+            "{err}"
+        );
     }
 
     #[test]

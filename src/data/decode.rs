@@ -55,6 +55,13 @@ pub fn decode_photo(path: &Path, size: u32) -> Result<Vec<u8>> {
     std::panic::catch_unwind(|| {
         let bytes =
             std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        if bytes.starts_with(&[0xFF, 0xD8]) && !jpeg_reaches_its_end(&bytes) {
+            bail!(
+                "{} is cut short: its JPEG data stops before the end-of-image marker (an \
+                 interrupted download or copy?)",
+                path.display()
+            );
+        }
         let photo = match decode_jpeg_scaled(&bytes, size) {
             Some(photo) => photo,
             None => decode_upright(&bytes)
@@ -64,6 +71,50 @@ pub fn decode_photo(path: &Path, size: u32) -> Result<Vec<u8>> {
         Ok(resize_rgb(photo, size))
     })
     .unwrap_or_else(|_| bail!("the decoder failed on {}", path.display()))
+}
+
+/// Whether a JPEG's segments run to its end-of-image marker. Decoders fill the missing part of
+/// a file cut short with grey and report success (Pillow refuses it: "image file is
+/// truncated"), so catdog looks for the marker itself: segment by segment, skipping each
+/// one's length, and through the entropy-coded data after each start of scan, where a 0xFF
+/// byte is followed by 0x00 (stuffing) or a restart marker unless a real marker begins.
+fn jpeg_reaches_its_end(bytes: &[u8]) -> bool {
+    let length_at = |i: usize| {
+        bytes
+            .get(i..i + 2)
+            .map(|b| u16::from_be_bytes([b[0], b[1]]))
+    };
+    let mut i = 2;
+    while i + 1 < bytes.len() {
+        if bytes[i] != 0xFF {
+            // Stray bytes between segments, which decoders skip too.
+            i += 1;
+            continue;
+        }
+        match bytes[i + 1] {
+            0xD9 => return true,
+            // A fill byte before a marker.
+            0xFF => i += 1,
+            // Markers without a length.
+            0x01 | 0xD0..=0xD7 => i += 2,
+            marker => {
+                let Some(length) = length_at(i + 2) else {
+                    return false;
+                };
+                i += 2 + length as usize;
+                if marker == 0xDA {
+                    while i + 1 < bytes.len()
+                        && !(bytes[i] == 0xFF
+                            && bytes[i + 1] != 0x00
+                            && !(0xD0..=0xD7).contains(&bytes[i + 1]))
+                    {
+                        i += 1;
+                    }
+                }
+            }
+        }
+    }
+    false
 }
 
 /// A large RGB or grayscale JPEG decoded at the smallest DCT scale (1/4 or 1/8) that keeps
@@ -136,6 +187,43 @@ fn resize_rgb(photo: RgbImage, size: u32) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_jpeg_cut_short_is_told_from_a_whole_one() {
+        // Noise, so that most of the file is entropy-coded data, as in a photo.
+        let mut state = 1u32;
+        let noise = RgbImage::from_fn(256, 256, |_, _| {
+            state = state.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            let [r, g, b, _] = state.to_le_bytes();
+            image::Rgb([r, g, b])
+        });
+        let mut jpeg = Vec::new();
+        noise
+            .write_to(
+                &mut std::io::Cursor::new(&mut jpeg),
+                image::ImageFormat::Jpeg,
+            )
+            .unwrap();
+        assert!(jpeg_reaches_its_end(&jpeg));
+        let mut padded = jpeg.clone();
+        padded.extend_from_slice(&[0; 100]);
+        assert!(
+            jpeg_reaches_its_end(&padded),
+            "bytes after the end are allowed"
+        );
+        let cut = &jpeg[..jpeg.len() / 3];
+        assert!(!jpeg_reaches_its_end(cut));
+        assert!(
+            decode_upright(cut).is_ok(),
+            "the decoder alone takes the cut file for a picture"
+        );
+
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cut.jpg");
+        std::fs::write(&path, cut).unwrap();
+        let err = format!("{:#}", decode_photo(&path, 32).unwrap_err());
+        assert!(err.contains("cut.jpg is cut short"), "{err}");
+    }
 
     #[test]
     fn large_jpegs_decoded_at_a_dct_scale_match_a_full_decode() {

@@ -341,8 +341,8 @@ mod tests {
     fn writes_class_folders_of_pngs() {
         let dir = tempfile::tempdir().unwrap();
         write_dataset(dir.path(), 5, 24, 3).unwrap();
-        let cats = crate::data::dataset::photos_in(&dir.path().join("cat"), false).unwrap();
-        let dogs = crate::data::dataset::photos_in(&dir.path().join("dog"), false).unwrap();
+        let cats = crate::data::dataset::photos_in(&dir.path().join("cat")).unwrap();
+        let dogs = crate::data::dataset::photos_in(&dir.path().join("dog")).unwrap();
         assert_eq!((cats.len(), dogs.len()), (3, 2));
         let decoded = image::open(&cats[1]).unwrap().to_rgb8();
         assert_eq!(decoded.as_raw(), &draw(0, 24, picture_seed(3, 2)));

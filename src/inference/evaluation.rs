@@ -109,7 +109,10 @@ pub fn evaluate_folder(
 ) -> Result<Evaluation> {
     let dataset = Dataset::scan(data)?;
     let classes = predictor.info().classes.clone();
-    if dataset.classes != classes {
+    // Class names are lower case since catdog matched them case-insensitively; older models
+    // may know `Cat`.
+    let lower: Vec<String> = classes.iter().map(|c| c.to_lowercase()).collect();
+    if dataset.classes != lower {
         bail!(
             "{} holds the classes {:?}, the model knows {:?}",
             data.display(),
