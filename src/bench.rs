@@ -16,8 +16,8 @@ use burn::module::Module;
 use serde::Serialize;
 
 use crate::data::{
-    AugmentEpoch, Dataset, HostBatch, ImageSet, Normalization, Sample, batch_indices, batch_rng,
-    decode_photos, load_or_decode, prefetch, synth,
+    AugmentEpoch, Dataset, DecodeWatch, HostBatch, ImageSet, Normalization, Sample, batch_indices,
+    batch_rng, decode_photos, load_or_decode, prefetch, synth,
 };
 use crate::device::{self, Backend, BackendKind, CpuInfo, GpuAdapter};
 use crate::inference::class_probabilities;
@@ -157,7 +157,7 @@ pub fn run(
     let photos = match &settings.data {
         Some(dir) => {
             let data = Dataset::scan(dir)?;
-            let cached = load_or_decode(&data, settings.image_size, &|| {})?;
+            let cached = load_or_decode(&data, settings.image_size, DecodeWatch::NONE)?;
             if cached.images.is_empty() {
                 bail!("none of the photos in {} could be decoded", dir.display());
             }

@@ -11,7 +11,7 @@ use std::fs::{self, File};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use memmap2::Mmap;
 use serde::{Deserialize, Serialize};
 
@@ -58,13 +58,26 @@ struct Index {
     skipped: Vec<(usize, String)>,
 }
 
+/// Who watches decoding: told of every photo decoded, and asked between chunks of photos
+/// whether to stop (Ctrl-C), so that a long first decode stops within a second or so.
+#[derive(Clone, Copy)]
+pub struct DecodeWatch<'a> {
+    pub photo_done: &'a (dyn Fn() + Sync),
+    pub stop: &'a (dyn Fn() -> bool + Sync),
+}
+
+impl DecodeWatch<'static> {
+    /// Nobody watches: nothing is told, decoding never stops early.
+    pub const NONE: DecodeWatch<'static> = DecodeWatch {
+        photo_done: &|| {},
+        stop: &|| false,
+    };
+}
+
 /// The photos of `dataset` as `size` px pixels: from the cache when it is current, otherwise
-/// decoded on every core and cached. `photo_done` is called after each photo decoded.
-pub fn load_or_decode(
-    dataset: &Dataset,
-    size: u32,
-    photo_done: &(dyn Fn() + Sync),
-) -> Result<DecodedPhotos> {
+/// decoded on every core and cached. Fails, leaving no cache behind, when `watch` asks to
+/// stop.
+pub fn load_or_decode(dataset: &Dataset, size: u32, watch: DecodeWatch) -> Result<DecodedPhotos> {
     let (data, samples) = (&dataset.root, &dataset.samples[..]);
     // Names the cache and is stored in it: a changed folder gets a new one.
     let fingerprint = &dataset.fingerprint;
@@ -80,7 +93,7 @@ pub fn load_or_decode(
     }
     let mut reasons = Vec::new();
     for folder in &folders {
-        match write(folder, &name, samples, fingerprint, size, photo_done) {
+        match write(folder, &name, samples, fingerprint, size, watch) {
             Ok(()) => {
                 let base = folder.join(&name);
                 let mut written = open(&base, samples, fingerprint, size).with_context(|| {
@@ -92,11 +105,13 @@ pub fn load_or_decode(
                 written.source = Source::DecodedAndCached(base.with_extension("u8"));
                 return Ok(written);
             }
+            // Asked to stop: not a reason to try the next folder.
+            Err(err) if (watch.stop)() => return Err(err),
             Err(err) => reasons.push(format!("{}: {err:#}", folder.display())),
         }
     }
     let mut pixels = Vec::new();
-    let skipped = decode_all(samples, size, photo_done, |chunk| {
+    let skipped = decode_all(samples, size, watch, |chunk| {
         pixels.extend_from_slice(chunk);
         Ok(())
     })?;
@@ -166,12 +181,12 @@ fn write(
     samples: &[Sample],
     fingerprint: &str,
     size: u32,
-    photo_done: &(dyn Fn() + Sync),
+    watch: DecodeWatch,
 ) -> Result<()> {
     fs::create_dir_all(folder).context("cannot create the cache folder")?;
     let mut pixels_file = partial_file_in(folder).context("cannot write in the cache folder")?;
     let mut writer = BufWriter::new(pixels_file.as_file_mut());
-    let skipped = decode_all(samples, size, photo_done, |chunk| {
+    let skipped = decode_all(samples, size, watch, |chunk| {
         writer.write_all(chunk)?;
         Ok(())
     })?;
@@ -206,12 +221,19 @@ fn remove_older_caches(folder: &Path, size: u32, keep: &str) {
 fn decode_all(
     samples: &[Sample],
     size: u32,
-    photo_done: &(dyn Fn() + Sync),
+    watch: DecodeWatch,
     mut sink: impl FnMut(&[u8]) -> Result<()>,
 ) -> Result<Vec<(usize, String)>> {
     let mut skipped = Vec::new();
     for (chunk_number, chunk) in samples.chunks(CHUNK_PHOTOS).enumerate() {
-        let decoded = decode_photos(chunk, size, photo_done);
+        if (watch.stop)() {
+            bail!(
+                "decoding stopped after {} of {} photos",
+                chunk_number * CHUNK_PHOTOS,
+                samples.len()
+            );
+        }
+        let decoded = decode_photos(chunk, size, watch.photo_done);
         let mut pixels = Vec::with_capacity(chunk.len() * image_bytes(size));
         for (offset, result) in decoded.into_iter().enumerate() {
             match result {
@@ -271,7 +293,7 @@ mod tests {
     }
 
     fn load(dir: &Path) -> DecodedPhotos {
-        load_or_decode(&Dataset::scan(dir).unwrap(), 16, &|| {}).unwrap()
+        load_or_decode(&Dataset::scan(dir).unwrap(), 16, DecodeWatch::NONE).unwrap()
     }
 
     #[test]
@@ -322,5 +344,40 @@ mod tests {
             fourth.source
         );
         assert_eq!(fourth.images.image(3), last_picture);
+    }
+
+    #[test]
+    fn decoding_stops_between_chunks_when_asked_and_leaves_no_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        let photos = CHUNK_PHOTOS + 10;
+        for i in 0..photos {
+            let class = ["cat", "dog"][i % 2];
+            let path = dir.path().join(format!("{class}/{i}.png"));
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            image::RgbImage::new(2, 2).save(&path).unwrap();
+        }
+        let dataset = Dataset::scan(dir.path()).unwrap();
+        let decoded = std::sync::atomic::AtomicUsize::new(0);
+        let asked = std::sync::atomic::AtomicUsize::new(0);
+        let watch = DecodeWatch {
+            photo_done: &|| {
+                decoded.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            },
+            // Yes from the second question on: after the first chunk.
+            stop: &|| asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst) >= 1,
+        };
+        let err = load_or_decode(&dataset, 16, watch).unwrap_err();
+        assert!(format!("{err:#}").contains("decoding stopped"), "{err:#}");
+        assert_eq!(
+            decoded.into_inner(),
+            CHUNK_PHOTOS,
+            "one chunk, not the folder"
+        );
+        let cache = dir.path().join(".catdog-cache");
+        let left: Vec<_> = fs::read_dir(&cache).unwrap().flatten().collect();
+        assert!(
+            left.is_empty(),
+            "nothing is left in the cache folder: {left:?}"
+        );
     }
 }

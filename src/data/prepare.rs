@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use anyhow::{Result, bail};
 
-use super::cache::{Source, load_or_decode};
+use super::cache::{DecodeWatch, Source, load_or_decode};
 use super::dataset::{Dataset, stratified_split};
 use super::decode::Skipped;
 use super::images::ImageSet;
@@ -25,7 +25,7 @@ pub trait DataProgress: Sync {
 impl DataProgress for () {}
 
 /// Where a run's pictures come from, and how they are split.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 pub struct DataSpec<'a> {
     /// A photo folder; `None` for [`synth`]'s generated pictures.
     pub folder: Option<&'a Path>,
@@ -36,6 +36,8 @@ pub struct DataSpec<'a> {
     pub val_split: f64,
     /// Seeds the split and the generated pictures.
     pub seed: u64,
+    /// Asked between chunks of photos whether to stop decoding (Ctrl-C).
+    pub stop: &'a (dyn Fn() -> bool + Sync),
 }
 
 /// Training and validation pictures, decoded.
@@ -88,7 +90,11 @@ fn prepare_folder(
     progress.decode_started(dataset.samples.len());
     let started = Instant::now();
     let tick = || progress.photo_decoded();
-    let photos = load_or_decode(&dataset, spec.image_size, &tick)?;
+    let watch = DecodeWatch {
+        photo_done: &tick,
+        stop: spec.stop,
+    };
+    let photos = load_or_decode(&dataset, spec.image_size, watch)?;
     let seconds = started.elapsed().as_secs_f64();
     progress.decode_finished();
     let decode_images_per_sec = match &photos.source {

@@ -8,7 +8,9 @@ use burn::tensor::Device;
 use serde::Serialize;
 
 use super::{Predictor, log_probabilities, most_probable};
-use crate::data::{Dataset, ImageSet, Normalization, Skipped, check_val_split, load_or_decode};
+use crate::data::{
+    Dataset, DecodeWatch, ImageSet, Normalization, Skipped, check_val_split, load_or_decode,
+};
 use crate::model::{ModelInfo, SmallCnn};
 
 /// Mean cross-entropy and accuracy of `model` on `set`, `batch_size` pictures at a time.
@@ -123,7 +125,7 @@ pub fn evaluate_folder(
     if let Photos::HeldOut { .. } = subset {
         check_trained_on(predictor.info(), &dataset)?;
     }
-    let photos = load_or_decode(&dataset, predictor.info().image_size, &|| {})?;
+    let photos = load_or_decode(&dataset, predictor.info().image_size, DecodeWatch::NONE)?;
     let samples = match subset {
         Photos::All => (0..dataset.samples.len()).collect(),
         Photos::HeldOut { val_split, seed } => dataset.split(val_split, seed).1,

@@ -38,6 +38,7 @@ pub fn fit(
         settings,
         normalization,
         device,
+        stop: &interrupt::requested,
     };
     match fit_from(&run, None, &mut |_| Ok(()), progress)? {
         FitOutcome::Finished { model, history } => Ok((*model, history)),
@@ -53,6 +54,8 @@ pub(crate) struct FitRun<'a> {
     pub settings: &'a FitSettings,
     pub normalization: &'a Normalization,
     pub device: &'a Device,
+    /// Asked after every batch whether a signal wants training to stop.
+    pub stop: &'a dyn Fn() -> Option<Interrupt>,
 }
 
 /// How [`fit_from`] ended.
@@ -148,7 +151,8 @@ pub(crate) fn fit_from(
             ..Position::default()
         };
         save_checkpoint(&state)?;
-        if epoch < settings.epochs && out_of_patience(&state.history, settings.patience) {
+        let patience_ran_out = out_of_patience(&state.history, settings.patience);
+        if epoch < settings.epochs && patience_ran_out {
             let kept = kept_epoch(&state.history).epoch;
             progress.note(&format!(
                 "Validation accuracy has not improved for {} epochs: stopping early; \
@@ -156,11 +160,19 @@ pub(crate) fn fit_from(
                 epoch - kept
             ));
         }
-        if let Some(by) = interrupt::requested() {
-            return Ok(FitOutcome::Stopped {
-                by,
-                position: format!("the end of epoch {epoch} of {}", settings.epochs),
-            });
+        if let Some(by) = (run.stop)() {
+            if epoch == settings.epochs || patience_ran_out {
+                // Nothing is left to train: saving the model is the quickest way out.
+                progress.note(&format!(
+                    "{} came after the last epoch: saving the model.",
+                    by.name()
+                ));
+            } else {
+                return Ok(FitOutcome::Stopped {
+                    by,
+                    position: format!("the end of epoch {epoch} of {}", settings.epochs),
+                });
+            }
         }
     }
     let model = match state.best {
@@ -243,7 +255,7 @@ fn run_epoch(
                 mean_loss: position.loss_sum / photos_this_epoch as f64,
                 photos_per_sec: photos_this_session as f64 / started.elapsed().as_secs_f64(),
             });
-            if let Some(by) = interrupt::requested() {
+            if let Some(by) = (run.stop)() {
                 save_checkpoint(state)?;
                 return Ok(ControlFlow::Break(FitOutcome::Stopped {
                     by,
@@ -284,4 +296,82 @@ fn validate(run: &FitRun, trainer: &Trainer) -> (Option<f64>, Option<f64>) {
         run.settings.batch_size,
     );
     (Some(loss), Some(accuracy))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use super::*;
+    use crate::data::{stratified_split, synth};
+    use crate::device::{CpuBackend, cpu_backend};
+
+    /// Runs two epochs of 18 training pictures in batches of 6 (3 batches an epoch), with a
+    /// signal arriving at the `signal_at`-th question the loop asks (1 = after the first
+    /// batch); returns the outcome and how many checkpoints were saved.
+    fn two_epochs_with_a_signal_at(signal_at: usize) -> (FitOutcome, usize) {
+        let all = synth::generate(20, 16, 4);
+        let (train, val) = stratified_split(all.labels(), 0.1, 4);
+        let (train, val) = (all.select(&train), all.select(&val));
+        let settings = FitSettings {
+            epochs: 2,
+            batch_size: 6,
+            ..FitSettings::default()
+        };
+        let asked = Cell::new(0);
+        let stop = || {
+            asked.set(asked.get() + 1);
+            (asked.get() == signal_at).then_some(Interrupt::Interrupted)
+        };
+        let device = cpu_backend(CpuBackend::Flex).device;
+        let run = FitRun {
+            train: &train,
+            val: &val,
+            classes: 2,
+            settings: &settings,
+            normalization: &Normalization::default(),
+            device: &device,
+            stop: &stop,
+        };
+        let saved = Cell::new(0);
+        let outcome = fit_from(
+            &run,
+            None,
+            &mut |_| {
+                saved.set(saved.get() + 1);
+                Ok(())
+            },
+            &mut (),
+        )
+        .unwrap();
+        (outcome, saved.get())
+    }
+
+    #[test]
+    fn a_signal_mid_epoch_stops_after_that_batch_with_a_checkpoint() {
+        let (outcome, saved) = two_epochs_with_a_signal_at(2);
+        let FitOutcome::Stopped { by, position } = outcome else {
+            panic!("the run went on after the signal")
+        };
+        assert_eq!(by, Interrupt::Interrupted);
+        assert_eq!(position, "epoch 1 of 2, 2 of 3 batches");
+        assert_eq!(saved, 1, "one checkpoint, of the position reached");
+    }
+
+    /// The questions: 3 batches and the end of epoch 1, then 3 batches and the end of
+    /// epoch 2, asked during its validation's aftermath: the 8th.
+    #[test]
+    fn a_signal_after_the_last_batch_saves_the_model_instead_of_stopping() {
+        let (outcome, saved) = two_epochs_with_a_signal_at(8);
+        assert!(
+            matches!(outcome, FitOutcome::Finished { ref history, .. } if history.len() == 2),
+            "the run must finish, not stop, with no epoch left"
+        );
+        assert_eq!(saved, 2, "a checkpoint after each epoch");
+        let (outcome, _) = two_epochs_with_a_signal_at(4);
+        assert!(
+            matches!(outcome, FitOutcome::Stopped { ref position, .. } if position == "the end of epoch 1 of 2"),
+            "with an epoch left, the run stops"
+        );
+    }
 }

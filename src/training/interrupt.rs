@@ -1,14 +1,17 @@
-//! Ctrl-C and SIGTERM during training: the first one asks the training loop to stop after
-//! the batch in progress (it then saves a checkpoint and exits with 130 or 143); a second
-//! Ctrl-C exits at once. Every file catdog writes is renamed into place when complete, so
-//! even the immediate exit leaves no half-written model or checkpoint behind.
+//! Ctrl-C and SIGTERM during training: the first one says at once that catdog is stopping,
+//! and asks it to stop at the next safe point (after the batch in progress; between chunks of
+//! photos while decoding); it then saves a checkpoint and exits with 130 or 143. A second
+//! Ctrl-C exits at once. Every file catdog writes is renamed into place when complete, so even
+//! the immediate exit leaves no half-written model or checkpoint behind.
 
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 
-use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
+/// The first signal received: 0 for none, then [`Interrupt::code`].
+static RECEIVED: AtomicU8 = AtomicU8::new(0);
 
-/// The first signal received (its number), or 0.
-static RECEIVED: AtomicI32 = AtomicI32::new(0);
+/// Printed by the handler itself, so that it shows even while the training loop is busy.
+const STOPPING: &str = "\ncatdog: stopping after the batch in progress (within a second while \
+                        decoding photos); Ctrl-C again quits at once.\n";
 
 /// Which signal asked training to stop.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,37 +37,89 @@ impl Interrupt {
             Interrupt::Terminated => "SIGTERM",
         }
     }
-}
 
-extern "C" fn on_signal(signal: i32) {
-    let first = RECEIVED.compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst);
-    if first.is_err() && signal == Signal::SIGINT as i32 {
-        // The second Ctrl-C: the user does not want to wait. `_exit` is async-signal-safe.
-        unsafe { nix::libc::_exit(130) };
+    fn code(self) -> u8 {
+        match self {
+            Interrupt::Interrupted => 1,
+            Interrupt::Terminated => 2,
+        }
     }
 }
 
-/// Installs the handlers for SIGINT and SIGTERM. Until then (and in the library's other
-/// commands) the signals keep their default effect of ending the process.
+/// Records `by`; true when it is the first signal. Async-signal-safe (one atomic).
+fn record(by: Interrupt) -> bool {
+    RECEIVED
+        .compare_exchange(0, by.code(), Ordering::SeqCst, Ordering::SeqCst)
+        .is_ok()
+}
+
+/// Installs the handlers. Until then (and in the library's other commands) the signals keep
+/// their default effect of ending the process.
 pub fn install() -> anyhow::Result<()> {
-    let action = SigAction::new(
-        SigHandler::Handler(on_signal),
-        SaFlags::SA_RESTART,
-        SigSet::empty(),
-    );
-    for signal in [Signal::SIGINT, Signal::SIGTERM] {
-        // SAFETY: the handler only touches an atomic and calls `_exit`, both async-signal-safe.
-        unsafe { sigaction(signal, &action) }
-            .map_err(|err| anyhow::anyhow!("cannot install a handler for {signal}: {err}"))?;
-    }
-    Ok(())
+    platform::install()
 }
 
 /// The signal that asked training to stop, if one has arrived.
 pub fn requested() -> Option<Interrupt> {
     match RECEIVED.load(Ordering::SeqCst) {
         0 => None,
-        s if s == Signal::SIGTERM as i32 => Some(Interrupt::Terminated),
+        2 => Some(Interrupt::Terminated),
         _ => Some(Interrupt::Interrupted),
+    }
+}
+
+#[cfg(unix)]
+mod platform {
+    use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
+
+    use super::{Interrupt, STOPPING, record};
+
+    extern "C" fn on_signal(signal: i32) {
+        let by = if signal == Signal::SIGTERM as i32 {
+            Interrupt::Terminated
+        } else {
+            Interrupt::Interrupted
+        };
+        // SAFETY: write(2) and _exit(2) are async-signal-safe; the buffer is static.
+        unsafe {
+            if record(by) {
+                nix::libc::write(2, STOPPING.as_ptr().cast(), STOPPING.len());
+            } else if by == Interrupt::Interrupted {
+                // The second Ctrl-C: the user does not want to wait.
+                nix::libc::_exit(130);
+            }
+        }
+    }
+
+    pub fn install() -> anyhow::Result<()> {
+        let action = SigAction::new(
+            SigHandler::Handler(on_signal),
+            SaFlags::SA_RESTART,
+            SigSet::empty(),
+        );
+        for signal in [Signal::SIGINT, Signal::SIGTERM] {
+            // SAFETY: the handler only touches an atomic and calls write and _exit.
+            unsafe { sigaction(signal, &action) }
+                .map_err(|err| anyhow::anyhow!("cannot install a handler for {signal}: {err}"))?;
+        }
+        Ok(())
+    }
+}
+
+/// Windows and others: the `ctrlc` crate's handler runs on a thread of its own, where
+/// printing and exiting are safe. (Not compiled on the machines catdog is developed on.)
+#[cfg(not(unix))]
+mod platform {
+    use super::{Interrupt, STOPPING, record};
+
+    pub fn install() -> anyhow::Result<()> {
+        ctrlc::set_handler(|| {
+            if record(Interrupt::Interrupted) {
+                eprint!("{STOPPING}");
+            } else {
+                std::process::exit(130);
+            }
+        })
+        .map_err(|err| anyhow::anyhow!("cannot install a Ctrl-C handler: {err}"))
     }
 }

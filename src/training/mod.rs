@@ -90,18 +90,28 @@ pub struct Stopped {
     /// Where the run stands, e.g. "epoch 3 of 5, 12 batches in".
     pub position: String,
     pub out: PathBuf,
+    /// Whether a checkpoint to resume from is saved in `out` (not when a new run stopped
+    /// while decoding its photos).
+    pub resumable: bool,
 }
 
 impl std::fmt::Display for Stopped {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "stopped by {} at {}; the checkpoint is saved. Continue with: \
-             catdog train --resume --out {}",
-            self.by.name(),
-            self.position,
-            self.out.display()
-        )
+        let (by, position) = (self.by.name(), &self.position);
+        if self.resumable {
+            write!(
+                f,
+                "stopped by {by} at {position}; the checkpoint is saved. Continue with: \
+                 catdog train --resume --out {}",
+                self.out.display()
+            )
+        } else {
+            write!(
+                f,
+                "stopped by {by} at {position}, before training began; nothing was saved: run \
+                 the same command to start again"
+            )
+        }
     }
 }
 
@@ -118,16 +128,29 @@ pub fn train(
         progress.note(&line);
     }
     let start = resume::starting_point(options, progress)?;
-    let data = prepare(
-        DataSpec {
-            folder: options.data.as_deref(),
-            generated_count: options.generated_count,
-            image_size: options.image_size,
-            val_split: options.val_split,
-            seed: options.settings.seed,
+    let stop = || interrupt::requested().is_some();
+    let spec = DataSpec {
+        folder: options.data.as_deref(),
+        generated_count: options.generated_count,
+        image_size: options.image_size,
+        val_split: options.val_split,
+        seed: options.settings.seed,
+        stop: &stop,
+    };
+    let data = match prepare(spec, progress) {
+        Ok(data) => data,
+        Err(err) => match interrupt::requested() {
+            Some(by) => {
+                return Ok(TrainOutcome::Stopped(Stopped {
+                    by,
+                    position: "the start, while decoding the photos".to_string(),
+                    out: options.out.clone(),
+                    resumable: start.is_some(),
+                }));
+            }
+            None => return Err(err),
         },
-        progress,
-    )?;
+    };
     let run = RunSettings::new(options, &data.classes, &data.fingerprint);
     if let Some(start) = &start {
         resume::check_same_run(&start.state.run, &run, &options.out)?;
@@ -152,6 +175,7 @@ pub fn train(
         settings: &options.settings,
         normalization: &normalization,
         device: &backend.device,
+        stop: &interrupt::requested,
     };
     let outcome = fit_from(&fit_run, start, &mut save_checkpoint, progress).with_context(|| {
         format!(
@@ -166,6 +190,7 @@ pub fn train(
                 by,
                 position,
                 out: options.out.clone(),
+                resumable: true,
             }));
         }
     };

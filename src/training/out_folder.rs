@@ -1,10 +1,12 @@
 //! The `--out` folder of a training run, claimed before any work starts: it must be writable,
-//! have room for the model and its checkpoint, and belong to this run alone (a lock file
-//! holding the owner's pid; a lock whose process is gone is stale and taken over).
+//! have room for the model and its checkpoint, and belong to this run alone. The claim is an
+//! OS file lock (flock, LockFileEx) on `.catdog.lock`, which the OS releases however the run
+//! ends; the file holds the owner's pid only to name it in messages, and is emptied when a
+//! run ends cleanly (it is never deleted: a deleted lock file could be locked twice).
 
-use std::fs::{self, OpenOptions};
-use std::io::{ErrorKind, Write};
-use std::path::{Path, PathBuf};
+use std::fs::{self, File, OpenOptions, TryLockError};
+use std::io::{Read, Seek, Write};
+use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 
@@ -15,12 +17,13 @@ const LOCK_FILE: &str = ".catdog.lock";
 /// The folder, locked for as long as this value lives.
 #[derive(Debug)]
 pub struct OutFolder {
-    lock: PathBuf,
+    lock: File,
 }
 
 impl OutFolder {
     /// Creates `dir` if needed and checks that `needed_bytes` fit in it, then takes the lock.
-    /// Returns the folder and, where a dead run's lock was taken over, a line saying so.
+    /// Returns the folder and, where a run that did not end cleanly left its pid, a line
+    /// saying so.
     pub fn claim(dir: &Path, needed_bytes: u64) -> Result<(OutFolder, Option<String>)> {
         if dir.exists() && !dir.is_dir() {
             bail!(
@@ -46,73 +49,65 @@ impl OutFolder {
                 human_bytes(needed_bytes)
             );
         }
-        let lock = dir.join(LOCK_FILE);
-        let took_over = take_lock(&lock)?;
+        let (lock, took_over) = take_lock(&dir.join(LOCK_FILE))?;
         remove_partial_files(dir);
         Ok((OutFolder { lock }, took_over))
     }
 }
 
 impl Drop for OutFolder {
+    /// Empties the lock file: a pid left in it means a run that did not end cleanly. The OS
+    /// lock goes with the file handle.
     fn drop(&mut self) {
-        let _ = fs::remove_file(&self.lock);
+        let _ = self.lock.set_len(0);
     }
 }
 
-/// Creates the lock file holding this process's pid; a lock left by a process that no longer
-/// runs is replaced. Returns a note when that happened.
-fn take_lock(lock: &Path) -> Result<Option<String>> {
-    let mut took_over = None;
-    for _ in 0..2 {
-        match OpenOptions::new().write(true).create_new(true).open(lock) {
-            Ok(mut file) => {
-                writeln!(file, "{}", std::process::id())
-                    .with_context(|| format!("cannot write {}", lock.display()))?;
-                return Ok(took_over);
-            }
-            Err(err) if err.kind() == ErrorKind::AlreadyExists => {
-                let owner = fs::read_to_string(lock).unwrap_or_default();
-                match owner.trim().parse::<i32>() {
-                    Ok(pid) if process_is_running(pid) => bail!(
-                        "{} is in use by another catdog train (pid {pid}); wait for it, \
-                         or choose another --out",
-                        lock.parent().unwrap_or(lock).display()
-                    ),
-                    _ => {
-                        fs::remove_file(lock).with_context(|| {
-                            format!("cannot remove the stale lock {}", lock.display())
-                        })?;
-                        took_over = Some(format!(
-                            "removed a stale lock {} left by a run that no longer exists (pid {})",
-                            lock.display(),
-                            owner.trim()
-                        ));
-                    }
-                }
-            }
-            Err(err) => {
-                return Err(err).with_context(|| format!("cannot create {}", lock.display()));
-            }
+/// Locks `path` (created if needed) and writes this process's pid into it. Returns a note
+/// when the file still named an earlier run, which ended without releasing it.
+fn take_lock(path: &Path) -> Result<(File, Option<String>)> {
+    let mut file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .with_context(|| format!("cannot create {}", path.display()))?;
+    let mut owner = String::new();
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(TryLockError::WouldBlock) => {
+            let _ = file.read_to_string(&mut owner);
+            bail!(
+                "{} is in use by another catdog train (pid {}); wait for it, or choose \
+                 another --out",
+                path.parent().unwrap_or(path).display(),
+                owner.trim()
+            );
+        }
+        Err(TryLockError::Error(err)) => {
+            return Err(err).with_context(|| format!("cannot lock {}", path.display()));
         }
     }
-    bail!(
-        "cannot take the lock {}: another run keeps creating it",
-        lock.display()
-    )
-}
-
-fn process_is_running(pid: i32) -> bool {
-    use nix::errno::Errno;
-    use nix::sys::signal::kill;
-    use nix::unistd::Pid;
-    // Signal 0 checks that the process exists; EPERM means it does, owned by someone else.
-    pid > 0 && matches!(kill(Pid::from_raw(pid), None), Ok(()) | Err(Errno::EPERM))
+    file.read_to_string(&mut owner)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let took_over = (!owner.trim().is_empty()).then(|| {
+        format!(
+            "took over the stale lock {} of a run that ended without releasing it (pid {})",
+            path.display(),
+            owner.trim()
+        )
+    });
+    file.set_len(0)
+        .and_then(|()| file.rewind())
+        .and_then(|()| writeln!(file, "{}", std::process::id()))
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok((file, took_over))
 }
 
 fn available_bytes(dir: &Path) -> Result<u64> {
-    let stats = nix::sys::statvfs::statvfs(dir)
-        .with_context(|| format!("cannot read the free space of {}", dir.display()))?;
-    Ok(stats.blocks_available() as u64 * stats.fragment_size() as u64)
+    fs4::available_space(dir)
+        .with_context(|| format!("cannot read the free space of {}", dir.display()))
 }
 
 fn human_bytes(bytes: u64) -> String {
@@ -132,8 +127,13 @@ mod tests {
         let err = OutFolder::claim(dir.path(), 1).unwrap_err().to_string();
         assert!(err.contains("in use") && err.contains(&std::process::id().to_string()));
         drop(first);
-        assert!(!dir.path().join(LOCK_FILE).exists());
-        OutFolder::claim(dir.path(), 1).unwrap();
+        assert_eq!(
+            fs::read(dir.path().join(LOCK_FILE)).unwrap(),
+            b"",
+            "released"
+        );
+        let (_again, note) = OutFolder::claim(dir.path(), 1).unwrap();
+        assert!(note.is_none(), "a cleanly released lock is no stale one");
     }
 
     #[test]
@@ -151,6 +151,16 @@ mod tests {
         assert!(!partial.exists());
         let owner = fs::read_to_string(dir.path().join(LOCK_FILE)).unwrap();
         assert_eq!(owner.trim(), std::process::id().to_string());
+    }
+
+    /// The pid in the file proves nothing (pids are reused): only the OS lock counts.
+    #[test]
+    fn a_lock_file_naming_a_live_process_that_holds_no_lock_is_taken_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let alive = std::process::id();
+        fs::write(dir.path().join(LOCK_FILE), format!("{alive}\n")).unwrap();
+        let (_folder, note) = OutFolder::claim(dir.path(), 1).unwrap();
+        assert!(note.unwrap().contains(&format!("pid {alive}")));
     }
 
     #[test]
