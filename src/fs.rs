@@ -20,37 +20,60 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
         .with_context(|| format!("cannot write {}", path.display()))?;
     file.persist(path)
         .with_context(|| format!("cannot write {}", path.display()))?;
+    sync_folder(&folder_of(path));
     Ok(())
+}
+
+/// Flushes `dir`'s entries to disk, so that a rename into it survives a power cut (Unix; on
+/// Windows a rename is flushed with the file). Best effort: some file systems refuse it.
+pub(crate) fn sync_folder(dir: &Path) {
+    #[cfg(unix)]
+    if let Ok(folder) = fs::File::open(dir) {
+        let _ = folder.sync_all();
+    }
+    #[cfg(not(unix))]
+    let _ = dir;
+}
+
+/// The folder `path` is in.
+fn folder_of(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
 }
 
 /// A temporary file in `path`'s folder, deleted unless it is persisted.
 fn partial_file_beside(path: &Path) -> Result<tempfile::NamedTempFile> {
-    let dir = match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    partial_file_in(&dir)
+    partial_file_in(&folder_of(path))
 }
 
-/// A temporary file in `dir` under the shared prefix, deleted unless it is persisted.
+/// A temporary file in `dir` under the shared prefix, deleted unless it is persisted. It is
+/// locked while its handle lives, so that [`remove_partial_files`] in another process leaves
+/// it alone.
 pub(crate) fn partial_file_in(dir: &Path) -> Result<tempfile::NamedTempFile> {
-    tempfile::Builder::new()
+    let file = tempfile::Builder::new()
         .prefix(PARTIAL_PREFIX)
         .tempfile_in(dir)
-        .with_context(|| format!("cannot create a file in {}", dir.display()))
+        .with_context(|| format!("cannot create a file in {}", dir.display()))?;
+    // A file system without locks only loses the protection of a file being written.
+    let _ = file.as_file().try_lock();
+    Ok(file)
 }
 
-/// Removes the temporary files of a run that was killed while writing into `dir`.
+/// Removes the temporary files in `dir` of runs that were killed while writing: those that
+/// no process holds locked.
 pub(crate) fn remove_partial_files(dir: &Path) {
     let Ok(entries) = fs::read_dir(dir) else {
         return;
     };
     for entry in entries.flatten() {
-        if entry
+        let partial = entry
             .file_name()
             .to_string_lossy()
-            .starts_with(PARTIAL_PREFIX)
-        {
+            .starts_with(PARTIAL_PREFIX);
+        let abandoned = || fs::File::open(entry.path()).is_ok_and(|file| file.try_lock().is_ok());
+        if partial && abandoned() {
             let _ = fs::remove_file(entry.path());
         }
     }
@@ -96,4 +119,23 @@ pub(crate) fn read_checked(
         described_in.display()
     );
     Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sweep_removes_abandoned_partial_files_and_spares_one_being_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let abandoned = dir.path().join(format!("{PARTIAL_PREFIX}killed"));
+        fs::write(&abandoned, "half").unwrap();
+        let being_written = partial_file_in(dir.path()).unwrap();
+        let other = dir.path().join("model.safetensors");
+        fs::write(&other, "kept").unwrap();
+        remove_partial_files(dir.path());
+        assert!(!abandoned.exists());
+        assert!(being_written.path().exists(), "its writer still holds it");
+        assert!(other.exists());
+    }
 }

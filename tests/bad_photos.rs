@@ -173,6 +173,14 @@ fn bad_files_are_skipped_with_a_warning_and_training_goes_on() {
     add_bad(cats.join("truncated.jpg"), &jpeg[..jpeg.len() / 3]);
     add_bad(cats.join("not-an-image.jpg"), b"<html>404 not found</html>");
     add_bad(dogs.join("bomb.png"), &decompression_bomb());
+    // A PNG whose last data chunk fails its CRC (the 4 bytes before the 12-byte IEND chunk).
+    let mut png = Vec::new();
+    red_image(8, 8)
+        .write_to(&mut std::io::Cursor::new(&mut png), ImageFormat::Png)
+        .unwrap();
+    let crc = png.len() - 16;
+    png[crc] ^= 0xff;
+    add_bad(dogs.join("bad-crc.png"), &png);
     std::os::unix::fs::symlink(dir.path().join("nowhere.jpg"), dogs.join("dangling.jpg")).unwrap();
     bad.push(dogs.join("dangling.jpg"));
 
@@ -243,6 +251,11 @@ fn bad_files_are_skipped_with_a_warning_and_training_goes_on() {
             .count();
         assert_eq!(warnings, 1, "one warning for {path} in:\n{err}");
     }
+    // The decoder's words once, and a chunk named as people name it.
+    let crc_warning = err.lines().find(|l| l.contains("bad-crc.png")).unwrap();
+    assert!(crc_warning.contains("IDAT chunk"), "{crc_warning}");
+    assert!(!crc_warning.contains("ChunkType"), "{crc_warning}");
+    assert_eq!(crc_warning.matches("CRC error").count(), 1, "{crc_warning}");
 
     // predict over the whole folder (sub-folders and the symlink loop included): an error
     // line for each bad file, a prediction for every good one, and exit code 1.

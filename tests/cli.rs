@@ -58,6 +58,10 @@ fn synth_then_train_then_predict_with_json() {
     assert_eq!(report["epochs"], 2);
     assert_eq!(report["train_images"], 72);
     assert_eq!(report["val_images"], 8);
+    assert_eq!(
+        report["data"],
+        format!("{} (a sub-folder per class)", path(&data))
+    );
     let per_epoch = report["per_epoch"].as_array().unwrap();
     assert_eq!(
         report["train_images_per_sec"], per_epoch[1]["train_images_per_sec"],
@@ -93,7 +97,7 @@ fn synth_then_train_then_predict_with_json() {
             .all(|e| e["val_accuracy"].as_f64() <= report["val_accuracy"].as_f64()),
         "epoch {kept} is the best: {per_epoch:?}"
     );
-    assert!(model.join("model.safetensors").is_file());
+    assert!(common::weights_file(&model).is_file());
     let curves = fs::read_to_string(model.join("curves.svg")).unwrap();
     assert!(curves.starts_with("<svg") && curves.trim_end().ends_with("</svg>"));
     assert!(curves.contains("Accuracy") && curves.contains("validation"));
@@ -186,6 +190,25 @@ fn train_without_data_uses_the_generated_pictures() {
         "{summary}"
     );
     assert!(dir.path().join("catdog.json").is_file());
+
+    assert_fails_with(
+        &catdog(&["train", "--data", path(dir.path()), "--generated", "100"]),
+        "cannot be used with",
+    );
+}
+
+/// On a machine without a desktop session, looking for a GPU prints no driver noise that
+/// reads like catdog's own errors.
+#[test]
+fn looking_for_a_gpu_without_a_desktop_session_prints_no_driver_noise() {
+    let output = command()
+        .arg("devices")
+        .env_remove("XDG_RUNTIME_DIR")
+        .output()
+        .unwrap();
+    assert_success(&output);
+    let err = stderr(&output);
+    assert!(!err.contains("XDG_RUNTIME_DIR"), "{err}");
 }
 
 #[test]

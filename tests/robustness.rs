@@ -136,7 +136,7 @@ fn lock_owner(out: &Path) -> String {
 }
 
 fn weights(out: &Path) -> Vec<u8> {
-    fs::read(out.join("model.safetensors")).unwrap()
+    fs::read(common::weights_file(out)).unwrap()
 }
 
 #[test]
@@ -161,7 +161,7 @@ fn a_killed_run_resumes_where_it_stopped_and_matches_an_uninterrupted_one() {
     let state = checkpoint_state(&killed);
     let done = state["history"].as_array().unwrap().len();
     assert!((1..3).contains(&done), "killed after {done} epochs");
-    assert!(!killed.join("model.safetensors").exists());
+    assert!(!killed.join("catdog.json").exists());
     assert!(
         !lock_owner(&killed).is_empty(),
         "SIGKILL leaves its pid in the lock file (the OS lock itself is gone)"
@@ -197,7 +197,10 @@ fn ctrl_c_saves_a_checkpoint_and_exits_130() {
     let err = text(&output.stderr);
     assert_eq!(output.status.code(), Some(130), "{err}");
     assert!(err.contains("catdog train --resume --out"), "{err}");
-    assert!(err.contains("catdog: stopping after the batch in progress"), "{err}");
+    assert!(
+        err.contains("catdog: stopping after the batch in progress"),
+        "{err}"
+    );
     assert!(!err.contains("panicked"), "{err}");
     assert_eq!(lock_owner(&out), "", "the lock is released");
     assert!(checkpoint_state(&out)["history"].as_array().unwrap().len() < 3);
@@ -285,7 +288,7 @@ fn damaged_model_folders_are_refused_with_the_file_named() {
     let dir = tempfile::tempdir().unwrap();
     let (model, photo) = trained_model(dir.path());
     assert_success(&predict(&model, &photo));
-    let weights_path = model.join("model.safetensors");
+    let weights_path = common::weights_file(&model);
     let info_path = model.join("catdog.json");
     let good_weights = fs::read(&weights_path).unwrap();
     let good_info = fs::read_to_string(&info_path).unwrap();
@@ -388,8 +391,19 @@ fn resume_refuses_other_settings_and_damaged_checkpoints() {
             "--out",
             &out_arg,
         ]),
-        "--data elsewhere",
+        "--data elsewhere (the run uses generated pictures)",
     );
+    let output = catdog(&[
+        "train",
+        "--resume",
+        "--backend",
+        "flex",
+        "--schedule",
+        "one-cycle",
+        "--out",
+        &out_arg,
+    ]);
+    assert_fails_with(&output, "--schedule one-cycle (the run uses cosine)");
 
     let state_path = out.join("checkpoint/state.json");
     let state = checkpoint_state(&out);
@@ -530,7 +544,7 @@ fn a_diverging_loss_stops_training_and_keeps_the_last_checkpoint() {
     ]);
     assert_fails_with(&output, "try a lower --lr");
     assert!(
-        !out.join("model.safetensors").exists(),
+        !out.join("catdog.json").exists(),
         "no model from a diverged run"
     );
 }

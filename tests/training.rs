@@ -153,6 +153,7 @@ fn a_saved_model_predicts_the_same_on_every_backend() {
         backend: BackendKind::Flex,
         device: flex.device_name.clone(),
         train_images_per_sec: 1.0,
+        weights_file: String::new(),
         weights_bytes: 0,
         weights_crc32: 0,
         trained_on: None,

@@ -25,6 +25,7 @@ pub struct TrainArgs {
     #[arg(long, value_name = "DIR")]
     pub data: Option<PathBuf>,
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(20..),
+          conflicts_with = "data",
           help = with_default("How many pictures to generate when there is no --data",
                               defaults().generated_count))]
     pub generated: Option<u32>,

@@ -2,13 +2,20 @@
 //!
 //! The first `catdog train --data DIR` decodes every photo once, streaming the pixels into
 //! `DIR/.catdog-cache/pixels-<size>px-<key>.u8` (or, where `DIR` is read-only, under
-//! `$XDG_CACHE_HOME/catdog` or `~/.cache/catdog`), then memory-maps that file; later runs map it straight away. The key covers
-//! the file list, sizes, modification times, classes and image size, so a changed folder is
-//! decoded again. Files are written under a temporary name and renamed, the index (`.json`)
-//! last, so a killed run never leaves a cache that looks whole.
+//! `$XDG_CACHE_HOME/catdog` or `~/.cache/catdog`); later runs read that file instead. The key
+//! covers the file list, sizes, modification times, classes and image size, so a changed folder
+//! is decoded again. Files are written under a temporary name, flushed to disk and renamed,
+//! the index (`.json`) last, so neither a killed run nor a power cut leaves a cache that looks
+//! whole; a killed run's temporary files are swept by the next writer.
+//!
+//! A cache that fits in a quarter of the machine's memory is read into memory. A larger one is
+//! memory-mapped, which costs no heap; the OS then ends catdog with SIGBUS should another
+//! program truncate the file while catdog runs. catdog itself never changes a cache file in
+//! place: it only ever replaces one by renaming a new file over it, which a running catdog,
+//! holding the old file open, does not see.
 
 use std::fs::{self, File};
-use std::io::{BufWriter, Write};
+use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
@@ -18,7 +25,8 @@ use serde::{Deserialize, Serialize};
 use super::dataset::{Dataset, Sample};
 use super::decode::{Skipped, decode_photos};
 use super::images::{ImageSet, Pixels, image_bytes};
-use crate::fs::{partial_file_in, write_atomically};
+use crate::device::cpu_info;
+use crate::fs::{partial_file_in, remove_partial_files, sync_folder, write_atomically};
 
 /// Bumped whenever decoding or the file layout changes, which invalidates old caches.
 const FORMAT_VERSION: u32 = 1;
@@ -94,17 +102,7 @@ pub fn load_or_decode(dataset: &Dataset, size: u32, watch: DecodeWatch) -> Resul
     let mut reasons = Vec::new();
     for folder in &folders {
         match write(folder, &name, samples, fingerprint, size, watch) {
-            Ok(()) => {
-                let base = folder.join(&name);
-                let mut written = open(&base, samples, fingerprint, size).with_context(|| {
-                    format!(
-                        "the cache just written at {} does not read back",
-                        base.display()
-                    )
-                })?;
-                written.source = Source::DecodedAndCached(base.with_extension("u8"));
-                return Ok(written);
-            }
+            Ok(written) => return Ok(written),
             // Asked to stop: not a reason to try the next folder.
             Err(err) if (watch.stop)() => return Err(err),
             Err(err) => reasons.push(format!("{}: {err:#}", folder.display())),
@@ -158,23 +156,39 @@ fn open(base: &Path, samples: &[Sample], fingerprint: &str, size: u32) -> Option
         return None;
     }
     let file = File::open(base.with_extension("u8")).ok()?;
-    // Safety: the file is only ever written under a temporary name and renamed into place,
-    // never changed in place, by catdog.
-    let map = unsafe { Mmap::map(&file) }.ok()?;
     let decoded = samples.len() - index.skipped.len();
-    if map.len() != decoded * image_bytes(size) {
-        return None;
-    }
+    let pixels = read_pixels(file, decoded * image_bytes(size)).ok()??;
     Some(assemble(
         samples,
         size,
-        Pixels::Mapped(map),
+        pixels,
         index.skipped,
         Source::Cache(base.with_extension("u8")),
     ))
 }
 
-/// Decodes `samples` into `folder/name.u8` and its index, replacing older caches of this size.
+/// The `bytes` bytes of a cache file: read into memory when that fits in a quarter of the
+/// machine's, mapped otherwise (see the module's notes on SIGBUS). `None` when the file is
+/// not that long.
+fn read_pixels(mut file: File, bytes: usize) -> Result<Option<Pixels>> {
+    if file.metadata()?.len() != bytes as u64 {
+        return Ok(None);
+    }
+    if (bytes as u64) <= cpu_info().memory_bytes / 4 {
+        let mut pixels = vec![0; bytes];
+        file.seek(SeekFrom::Start(0))?;
+        file.read_exact(&mut pixels)?;
+        return Ok(Some(Pixels::Owned(pixels)));
+    }
+    // Safety: catdog never changes a cache file in place (only renames a new one over it);
+    // another program truncating it is the risk the module's notes describe.
+    let map = unsafe { Mmap::map(&file) }?;
+    Ok(Some(Pixels::Mapped(map)))
+}
+
+/// Decodes `samples` into `folder/name.u8` and its index, replacing older caches of this size,
+/// and returns the photos from the file just written (kept open: another run's cleanup may
+/// remove its name at once).
 fn write(
     folder: &Path,
     name: &str,
@@ -182,8 +196,9 @@ fn write(
     fingerprint: &str,
     size: u32,
     watch: DecodeWatch,
-) -> Result<()> {
+) -> Result<DecodedPhotos> {
     fs::create_dir_all(folder).context("cannot create the cache folder")?;
+    remove_partial_files(folder);
     let mut pixels_file = partial_file_in(folder).context("cannot write in the cache folder")?;
     let mut writer = BufWriter::new(pixels_file.as_file_mut());
     let skipped = decode_all(samples, size, watch, |chunk| {
@@ -192,6 +207,7 @@ fn write(
     })?;
     writer.flush()?;
     drop(writer);
+    pixels_file.as_file().sync_all()?;
     let index = Index {
         format_version: FORMAT_VERSION,
         image_size: size,
@@ -200,9 +216,21 @@ fn write(
         skipped,
     };
     let base = folder.join(name);
+    let path = base.with_extension("u8");
     remove_older_caches(folder, size, name);
-    pixels_file.persist(base.with_extension("u8"))?;
-    write_atomically(&base.with_extension("json"), &serde_json::to_vec(&index)?)
+    let file = pixels_file.persist(&path)?;
+    sync_folder(folder);
+    write_atomically(&base.with_extension("json"), &serde_json::to_vec(&index)?)?;
+    let decoded = samples.len() - index.skipped.len();
+    let pixels = read_pixels(file, decoded * image_bytes(size))?
+        .with_context(|| format!("the cache just written at {} is short", path.display()))?;
+    Ok(assemble(
+        samples,
+        size,
+        pixels,
+        index.skipped,
+        Source::DecodedAndCached(path),
+    ))
 }
 
 /// Other caches of the same image size in `folder`: a folder's old contents.
@@ -323,6 +351,20 @@ mod tests {
         for i in 0..3 {
             assert_eq!(second.images.image(i), first.images.image(i));
         }
+
+        // A small cache is read into memory: truncating its file under a running catdog, as
+        // another program might, cannot end it with SIGBUS.
+        let copy = fs::read(cache).unwrap();
+        fs::OpenOptions::new()
+            .write(true)
+            .open(cache)
+            .unwrap()
+            .set_len(0)
+            .unwrap();
+        for i in 0..3 {
+            assert_eq!(second.images.image(i), first.images.image(i));
+        }
+        fs::write(cache, copy).unwrap();
 
         photo(&dir.path().join("dog/2.jpg"), [10, 200, 30]);
         let third = load(dir.path());

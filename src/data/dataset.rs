@@ -41,6 +41,15 @@ pub enum Layout {
     FlatNames,
 }
 
+impl std::fmt::Display for Layout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Layout::ClassFolders => "a sub-folder per class",
+            Layout::FlatNames => "classes in the file names",
+        })
+    }
+}
+
 /// The photos of a folder, sorted by path, and their class names, sorted.
 #[derive(Clone, Debug)]
 pub struct Dataset {

@@ -11,7 +11,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, anyhow, bail};
 use fast_image_resize::images::Image as ResizeImage;
 use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer};
 use image::metadata::Orientation;
@@ -64,8 +64,9 @@ pub fn decode_photo(path: &Path, size: u32) -> Result<Vec<u8>> {
         }
         let photo = match decode_jpeg_scaled(&bytes, size) {
             Some(photo) => photo,
+            // The decoder's own words, once: its errors repeat their source's text.
             None => decode_upright(&bytes)
-                .with_context(|| format!("cannot decode {}", path.display()))?
+                .map_err(|err| anyhow!("cannot decode {}: {}", path.display(), plain(&err)))?
                 .into_rgb8(),
         };
         Ok(resize_rgb(photo, size))
@@ -155,7 +156,24 @@ fn decode_jpeg_scaled(bytes: &[u8], size: u32) -> Option<RgbImage> {
 }
 
 /// Any supported format, whatever the file is named, turned upright.
-fn decode_upright(bytes: &[u8]) -> Result<DynamicImage> {
+/// A decoder error in words: the PNG decoder names chunks by their debug form
+/// (`ChunkType { type: IDAT, critical: true, .. }`), which becomes the chunk's name.
+fn plain(err: &image::ImageError) -> String {
+    let text = err.to_string();
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text.as_str();
+    while let Some(start) = rest.find("ChunkType { type: ") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + "ChunkType { type: ".len()..];
+        let name_end = after.find([',', ' ', '}']).unwrap_or(after.len());
+        out.push_str(&after[..name_end]);
+        rest = after.find('}').map_or("", |end| &after[end + 1..]);
+    }
+    out.push_str(rest);
+    out
+}
+
+fn decode_upright(bytes: &[u8]) -> image::ImageResult<DynamicImage> {
     let mut reader = ImageReader::new(std::io::Cursor::new(bytes)).with_guessed_format()?;
     let mut limits = Limits::default();
     limits.max_image_width = Some(MAX_SIDE);

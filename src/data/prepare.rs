@@ -42,7 +42,7 @@ pub struct DataSpec<'a> {
 
 /// Training and validation pictures, decoded.
 pub struct PreparedData {
-    /// Where the pictures came from, e.g. "data/photos (class folders)".
+    /// Where the pictures came from, e.g. "data/photos (a sub-folder per class)".
     pub description: String,
     pub classes: Vec<String>,
     pub train: ImageSet,
@@ -137,7 +137,7 @@ fn prepare_folder(
         bail!("none of the photos in {} could be decoded", dir.display());
     }
     Ok(PreparedData {
-        description: format!("{} ({:?})", dir.display(), dataset.layout),
+        description: format!("{} ({})", dir.display(), dataset.layout),
         classes: dataset.classes,
         train,
         val,

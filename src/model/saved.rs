@@ -1,9 +1,11 @@
-//! The model folder: `model.safetensors` (the weights) and `catdog.json` (what prediction
-//! needs to prepare a photo and name the classes).
+//! The model folder: `model-<crc32>.safetensors` (the weights) and `catdog.json` (what
+//! prediction needs to prepare a photo and name the classes, and which weights file is its).
 //!
-//! Each file is written under a temporary name and renamed into place, so a crash never
-//! leaves half a file; `catdog.json` records the size and checksum of the weights it belongs
-//! to, so a damaged file or a mismatched pair is refused instead of loaded.
+//! Saving writes the new weights under their own name first, then `catdog.json` naming them,
+//! then removes the old weights: the rename of `catdog.json` switches the pair in one step, so
+//! a crash leaves the old model or the new one, never a mix. Each file is written under a
+//! temporary name, flushed and renamed into place; `catdog.json` records the size and checksum
+//! of its weights, so a damaged file is refused instead of loaded.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -18,7 +20,8 @@ use crate::data::Normalization;
 use crate::device::BackendKind;
 use crate::fs::{Checksum, read_checked, write_atomically};
 
-const WEIGHTS_FILE: &str = "model.safetensors";
+/// The weights file of a model saved before catdog named them by their checksum.
+const LEGACY_WEIGHTS_FILE: &str = "model.safetensors";
 const INFO_FILE: &str = "catdog.json";
 /// Version of the folder's format; bumped when `catdog.json` changes incompatibly.
 pub const FORMAT_VERSION: u32 = 1;
@@ -44,8 +47,9 @@ pub struct ModelInfo {
     pub backend: BackendKind,
     pub device: String,
     pub train_images_per_sec: f64,
-    /// Size and CRC-32 of `model.safetensors`, to detect a damaged file or a folder whose two
-    /// files do not belong together.
+    /// The weights file in the folder, and its size and CRC-32, to detect a damaged file.
+    #[serde(default = "legacy_weights_file")]
+    pub weights_file: String,
     pub weights_bytes: u64,
     pub weights_crc32: u32,
     /// The photos it learned from and the ones it held out; absent in models saved before
@@ -67,8 +71,12 @@ pub struct TrainedOn {
     pub seed: u64,
 }
 
-/// Writes `model` and `info` into `dir` (created if needed). `info.weights_bytes` and
-/// `info.weights_crc32` are filled in.
+fn legacy_weights_file() -> String {
+    LEGACY_WEIGHTS_FILE.to_string()
+}
+
+/// Writes `model` and `info` into `dir` (created if needed), replacing the model there in
+/// one step. `info.weights_file`, `weights_bytes` and `weights_crc32` are filled in.
 pub fn save(dir: &Path, model: &SmallCnn, info: &ModelInfo) -> Result<()> {
     fs::create_dir_all(dir)
         .with_context(|| format!("cannot create model folder {}", dir.display()))?;
@@ -85,21 +93,29 @@ pub fn save(dir: &Path, model: &SmallCnn, info: &ModelInfo) -> Result<()> {
         .map_err(|err| anyhow::anyhow!("cannot serialise the weights: {err}"))?;
     let checksum = Checksum::of(&weights);
     let info = ModelInfo {
+        weights_file: format!("model-{:08x}.safetensors", checksum.crc32),
         weights_bytes: checksum.bytes,
         weights_crc32: checksum.crc32,
         ..info.clone()
     };
     let mut json = serde_json::to_vec_pretty(&info)?;
     json.push(b'\n');
-    write_atomically(&dir.join(WEIGHTS_FILE), &weights)?;
+    write_atomically(&dir.join(&info.weights_file), &weights)?;
     write_atomically(&dir.join(INFO_FILE), &json)?;
+    // Weights no description names any more: the previous model's, or a crashed save's.
+    for entry in fs::read_dir(dir)?.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with("model") && name.ends_with(".safetensors") && name != info.weights_file
+        {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
     Ok(())
 }
 
 /// Reads the model in `dir` onto `device`, checking that it is one this catdog can run.
 pub(crate) fn load(dir: &Path, device: &Device) -> Result<(SmallCnn, ModelInfo)> {
     let info_path = dir.join(INFO_FILE);
-    let weights_path = dir.join(WEIGHTS_FILE);
     if !dir.is_dir() {
         bail!(
             "model folder {} does not exist (train one with `catdog train --out {}`)",
@@ -108,6 +124,7 @@ pub(crate) fn load(dir: &Path, device: &Device) -> Result<(SmallCnn, ModelInfo)>
         );
     }
     let info = read_info(&info_path)?;
+    let weights_path = dir.join(&info.weights_file);
     let expected = Checksum {
         bytes: info.weights_bytes,
         crc32: info.weights_crc32,
@@ -156,6 +173,13 @@ fn read_info(path: &Path) -> Result<ModelInfo> {
         (info.format_version, FORMAT_VERSION),
         (&info.architecture, info.architecture_version),
     )?;
+    let plain_name = Path::new(&info.weights_file).file_name() == Some(info.weights_file.as_ref());
+    ensure!(
+        plain_name && info.weights_file.ends_with(".safetensors"),
+        "{} names {:?} as its weights: not a .safetensors file beside it",
+        path.display(),
+        info.weights_file
+    );
     ensure!(
         info.classes.len() >= 2 && info.image_size >= 16,
         "{} names {} classes at {} px: a model needs two classes or more, at 16 px or more",
@@ -164,4 +188,85 @@ fn read_info(path: &Path) -> Result<ModelInfo> {
         info.image_size
     );
     Ok(info)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::BackendKind;
+
+    fn info() -> ModelInfo {
+        ModelInfo {
+            format_version: FORMAT_VERSION,
+            catdog_version: "test".into(),
+            architecture: ARCHITECTURE.into(),
+            architecture_version: super::super::ARCHITECTURE_VERSION,
+            classes: vec!["cat".into(), "dog".into()],
+            image_size: 16,
+            normalization: Normalization::default(),
+            epochs: 1,
+            val_accuracy: None,
+            backend: BackendKind::Flex,
+            device: "test".into(),
+            train_images_per_sec: 1.0,
+            weights_file: String::new(),
+            weights_bytes: 0,
+            weights_crc32: 0,
+            trained_on: None,
+        }
+    }
+
+    fn weights_files(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|name| name.ends_with(".safetensors"))
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn a_save_switches_the_pair_in_one_step_and_leaves_one_weights_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let dir = dir.path();
+        let device = Device::flex();
+        save(dir, &SmallCnn::new(2, 0.0, &device), &info()).unwrap();
+        let (_, first) = load(dir, &device).unwrap();
+        save(dir, &SmallCnn::new(2, 0.0, &device), &info()).unwrap();
+        let (_, second) = load(dir, &device).unwrap();
+        assert_ne!(first.weights_file, second.weights_file, "named by content");
+        assert_eq!(
+            weights_files(dir),
+            std::slice::from_ref(&second.weights_file)
+        );
+
+        // A save that crashed after writing its weights, before catdog.json: the folder
+        // still holds the previous model, whole.
+        fs::write(dir.join("model-0badc0de.safetensors"), b"half a save").unwrap();
+        let (_, loaded) = load(dir, &device).unwrap();
+        assert_eq!(loaded, second);
+
+        // A folder saved before the weights were named by their checksum still loads.
+        fs::rename(
+            dir.join(&second.weights_file),
+            dir.join(LEGACY_WEIGHTS_FILE),
+        )
+        .unwrap();
+        let mut json: serde_json::Value =
+            serde_json::from_slice(&fs::read(dir.join(INFO_FILE)).unwrap()).unwrap();
+        json.as_object_mut().unwrap().remove("weights_file");
+        fs::write(dir.join(INFO_FILE), json.to_string()).unwrap();
+        assert_eq!(
+            load(dir, &device).unwrap().1.weights_file,
+            LEGACY_WEIGHTS_FILE
+        );
+
+        // catdog.json cannot send the loader elsewhere.
+        json["weights_file"] = "../elsewhere.safetensors".into();
+        fs::write(dir.join(INFO_FILE), json.to_string()).unwrap();
+        let err = format!("{:#}", load(dir, &device).unwrap_err());
+        assert!(err.contains("not a .safetensors file beside it"), "{err}");
+    }
 }

@@ -50,7 +50,7 @@ const CURVES_FILE: &str = "curves.svg";
 #[derive(Clone, Debug)]
 pub struct TrainReport {
     pub backend: Backend,
-    /// Where the photos came from, e.g. "data/photos (class folders)".
+    /// Where the photos came from, e.g. "data/photos (a sub-folder per class)".
     pub data: String,
     pub classes: Vec<String>,
     pub train_images: usize,
@@ -241,6 +241,7 @@ fn save_model(
         backend: backend.kind,
         device: backend.device_name.clone(),
         train_images_per_sec: steady_images_per_sec(epochs),
+        weights_file: String::new(),
         weights_bytes: 0,
         weights_crc32: 0,
         trained_on: Some(TrainedOn {

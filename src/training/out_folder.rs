@@ -10,6 +10,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 
+use super::checkpoint;
 use crate::fs::{partial_file_in, remove_partial_files};
 
 const LOCK_FILE: &str = ".catdog.lock";
@@ -50,7 +51,9 @@ impl OutFolder {
             );
         }
         let (lock, took_over) = take_lock(&dir.join(LOCK_FILE))?;
+        // Left by a run killed while writing its model or a checkpoint.
         remove_partial_files(dir);
+        remove_partial_files(&checkpoint::dir(dir));
         Ok((OutFolder { lock }, took_over))
     }
 }
@@ -145,10 +148,14 @@ mod tests {
         fs::write(dir.path().join(LOCK_FILE), format!("{dead}\n")).unwrap();
         let partial = dir.path().join(format!("{}abc", crate::fs::PARTIAL_PREFIX));
         fs::write(&partial, "half a model").unwrap();
+        let checkpoints = checkpoint::dir(dir.path());
+        fs::create_dir(&checkpoints).unwrap();
+        let partial_checkpoint = checkpoints.join(format!("{}def", crate::fs::PARTIAL_PREFIX));
+        fs::write(&partial_checkpoint, "half a checkpoint").unwrap();
 
         let (_folder, note) = OutFolder::claim(dir.path(), 1).unwrap();
         assert!(note.unwrap().contains(&format!("pid {dead}")));
-        assert!(!partial.exists());
+        assert!(!partial.exists() && !partial_checkpoint.exists());
         let owner = fs::read_to_string(dir.path().join(LOCK_FILE)).unwrap();
         assert_eq!(owner.trim(), std::process::id().to_string());
     }

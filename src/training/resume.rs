@@ -10,6 +10,7 @@ use super::checkpoint::{self, Checkpoint, CheckpointState};
 use super::history::out_of_patience;
 use super::progress::TrainProgress;
 use super::request::TrainRequest;
+use super::schedule::Schedule;
 use super::settings::{RunSettings, TrainOptions};
 
 impl CheckpointState {
@@ -78,7 +79,13 @@ pub(crate) fn resumed_options(request: &TrainRequest) -> Result<TrainOptions> {
             .data
             .as_ref()
             .filter(|d| options.data.as_ref() != Some(*d))
-            .map(|d| format!("--data {} (the run uses {:?})", d.display(), options.data)),
+            .map(|d| {
+                let used = options.data.as_ref().map_or_else(
+                    || "generated pictures".to_string(),
+                    |data| data.display().to_string(),
+                );
+                format!("--data {} (the run uses {used})", d.display())
+            }),
         differs("--generated", request.generated, options.generated_count),
         differs("--image-size", request.image_size, options.image_size),
         differs("--epochs", request.epochs, settings.epochs),
@@ -86,8 +93,8 @@ pub(crate) fn resumed_options(request: &TrainRequest) -> Result<TrainOptions> {
         differs("--lr", request.learning_rate, settings.learning_rate),
         differs(
             "--schedule",
-            request.schedule.map(|s| format!("{s:?}")),
-            format!("{:?}", settings.schedule),
+            request.schedule.map(Schedule::name),
+            settings.schedule.name(),
         ),
         differs(
             "--weight-decay",

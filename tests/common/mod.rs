@@ -53,6 +53,13 @@ pub fn real_photos_or_skip(test: &str) -> Option<PathBuf> {
     None
 }
 
+/// The weights file of the model folder `model`, as its `catdog.json` names it.
+pub fn weights_file(model: &std::path::Path) -> PathBuf {
+    let info: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(model.join("catdog.json")).unwrap()).unwrap();
+    model.join(info["weights_file"].as_str().unwrap())
+}
+
 /// The `catdog` binary, to be given arguments and started.
 pub fn command() -> Command {
     Command::new(env!("CARGO_BIN_EXE_catdog"))
