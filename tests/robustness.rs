@@ -6,6 +6,7 @@ mod common;
 use common::{assert_fails_with, assert_success, catdog, command, text};
 
 use std::fs;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Output, Stdio};
 use std::thread::sleep;
@@ -203,11 +204,25 @@ fn ctrl_c_saves_a_checkpoint_and_exits_130() {
     );
     assert!(!err.contains("panicked"), "{err}");
     assert_eq!(lock_owner(&out), "", "the lock is released");
-    assert!(checkpoint_state(&out)["history"].as_array().unwrap().len() < 3);
+    // The checkpoint is of the position the message names: mid-epoch ("epoch 2 of 3, 5 of 19
+    // batches") or, if the signal came during validation, at the end of an epoch.
+    let state = checkpoint_state(&out);
+    let (epoch, batches) = (
+        &state["position"]["epoch"],
+        &state["position"]["batches_done"],
+    );
+    let mid_epoch = format!("at epoch {epoch} of 3, {batches} of ");
+    let at_the_end = format!("at the end of epoch {} of 3", epoch.as_u64().unwrap() - 1);
+    if batches == 0 {
+        assert!(err.contains(&at_the_end), "{state}\n{err}");
+    } else {
+        assert!(err.contains(&mid_epoch), "{state}\n{err}");
+    }
+    assert!(state["history"].as_array().unwrap().len() < 3);
     resume_to_the_end(&out);
 
-    // Stopped mid-epoch and resumed from the batch it reached, it ends where a run that was
-    // never stopped ends.
+    // Stopped and resumed from the batch it reached, it ends where a run that was never
+    // stopped ends.
     let whole = dir.path().join("whole");
     assert_success(&command().args(train_args(&whole)).output().unwrap());
     assert!(
@@ -222,10 +237,24 @@ fn a_second_ctrl_c_exits_at_once_without_breaking_the_checkpoint() {
     let out = dir.path().join("model");
     let mut child = start_training(&out);
     wait_for_first_checkpoint(&out, &mut child);
+    // The second signal is sent once the first has been handled (its line is printed): two
+    // sent at once may reach the process as one.
+    let lines = BufReader::new(child.stderr.take().unwrap()).lines();
     signal(&child, Signal::SIGINT);
-    signal(&child, Signal::SIGINT);
-    let output = child.wait_with_output().unwrap();
-    assert_eq!(output.status.code(), Some(130), "{}", text(&output.stderr));
+    let mut err = String::new();
+    for line in lines {
+        let line = line.unwrap();
+        err.push_str(&line);
+        err.push('\n');
+        if line.starts_with("catdog: stopping") {
+            signal(&child, Signal::SIGINT);
+        }
+    }
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{err}");
+    // One Ctrl-C alone ends the same way, but only after the batch and its checkpoint, which
+    // it reports; the second one quits before that.
+    assert!(!err.contains("the checkpoint is saved"), "{err}");
     // Whatever the first Ctrl-C had begun to write, the checkpoint on disk is whole.
     resume_to_the_end(&out);
 }
@@ -524,27 +553,42 @@ fn an_unusable_out_folder_or_a_held_lock_fails_fast() {
 }
 
 #[test]
-fn a_diverging_loss_stops_training_and_keeps_the_last_checkpoint() {
+fn a_diverging_loss_stops_training_and_leaves_the_folder_as_it_was() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("model");
-    let output = catdog(&[
-        "train",
-        "--backend",
-        "flex",
-        "--generated",
-        "100",
-        "--image-size",
-        "16",
-        "--epochs",
-        "2",
-        "--lr",
-        "1e30",
-        "--out",
-        &out.display().to_string(),
-    ]);
+    let out_arg = out.display().to_string();
+    let train = |lr: &str| {
+        catdog(&[
+            "train",
+            "--backend",
+            "flex",
+            "--generated",
+            "100",
+            "--image-size",
+            "16",
+            "--epochs",
+            "1",
+            "--lr",
+            lr,
+            "--out",
+            &out_arg,
+        ])
+    };
+    assert_success(&train("0.001"));
+    let (model, checkpoint) = (
+        weights(&out),
+        fs::read(out.join("checkpoint/state.json")).unwrap(),
+    );
+
+    let output = train("1e30");
     assert_fails_with(&output, "try a lower --lr");
+    assert_fails_with(
+        &output,
+        &format!("the last checkpoint is kept in {out_arg}"),
+    );
+    assert!(weights(&out) == model, "the earlier model is untouched");
     assert!(
-        !out.join("catdog.json").exists(),
-        "no model from a diverged run"
+        fs::read(out.join("checkpoint/state.json")).unwrap() == checkpoint,
+        "and so is its checkpoint"
     );
 }

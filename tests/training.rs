@@ -355,11 +355,15 @@ fn assert_flex_matches_ndarray(
             actual.try_to_vec::<f32>().unwrap(),
             expected.try_to_vec::<f32>().unwrap(),
         );
+        // A NaN anywhere makes `worst` NaN, which fails the comparison below.
         let worst = a
             .iter()
             .zip(&e)
             .map(|(a, e)| (a - e).abs())
-            .fold(0.0, f32::max);
+            .fold(
+                0.0,
+                |worst: f32, d| if d.is_nan() { d } else { worst.max(d) },
+            );
         assert!(worst < 1e-4, "{name} differs by {worst}, {case}");
     }
 }
@@ -520,4 +524,36 @@ fn train_refuses_options_it_cannot_use() {
     let err = train(&options, &cpu_backend(CpuBackend::Flex), &mut ()).expect_err("val_split 1.5");
     assert!(format!("{err:#}").contains("--val-split"), "{err:#}");
     assert!(!options.out.exists(), "nothing is written before the check");
+}
+
+/// The patched burn crates in vendor/ are the ones compiled in: a version bump in Cargo.toml
+/// would leave the patch unused (cargo only warns), and Cargo.lock would then name the
+/// registry's crate instead.
+#[test]
+fn the_vendored_burn_crates_are_the_ones_compiled_in() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let lock = std::fs::read_to_string(root.join("Cargo.lock")).unwrap();
+    for name in ["burn-flex", "burn-optim"] {
+        let manifest =
+            std::fs::read_to_string(root.join("vendor").join(name).join("Cargo.toml")).unwrap();
+        let version = manifest
+            .lines()
+            .find_map(|line| line.strip_prefix("version = "))
+            .unwrap();
+        let packages: Vec<&str> = lock
+            .split("[[package]]")
+            .filter(|package| package.contains(&format!("name = \"{name}\"\n")))
+            .collect();
+        assert_eq!(packages.len(), 1, "one {name} in Cargo.lock: {packages:?}");
+        assert!(
+            packages[0].contains(&format!("version = {version}")),
+            "{name}: vendor/ has {version}, Cargo.lock {}",
+            packages[0]
+        );
+        assert!(
+            !packages[0].contains("source = "),
+            "{name} comes from a registry, not vendor/: {}",
+            packages[0]
+        );
+    }
 }
