@@ -18,8 +18,9 @@ use serde_json::Value;
 
 const EPOCHS: &str = "3";
 
-/// `catdog train` on 600 generated 32 px pictures, about two seconds an epoch on flex, with
-/// augmentation, dropout and label smoothing, so that resuming is shown to replay them exactly.
+/// `catdog train` on 600 generated 32 px pictures on flex, with augmentation, dropout and
+/// label smoothing, so that resuming is shown to replay them exactly. The tests never wait for
+/// a time: they freeze the run (SIGSTOP) where they want to act, whatever the machine's speed.
 fn train_args(out: &Path) -> Vec<String> {
     [
         "train",
@@ -56,27 +57,34 @@ fn start_training(out: &Path) -> Child {
         .expect("the catdog binary starts")
 }
 
-/// Waits until the run in `out` has checkpointed its first epoch.
-fn wait_for_first_checkpoint(out: &Path, child: &mut Child) {
+/// Waits until the run in `out` has checkpointed its first epoch, then freezes it there (it
+/// takes no further step until [`thaw`]), so that a fast machine cannot run ahead of the test.
+fn freeze_after_first_checkpoint(out: &Path, child: &mut Child) {
     let state = out.join("checkpoint/state.json");
     let deadline = Instant::now() + Duration::from_secs(300);
     while Instant::now() < deadline {
         if let Ok(text) = fs::read_to_string(&state) {
             let state: Value = serde_json::from_str(&text).expect("state.json is always whole");
             if state["history"].as_array().is_some_and(|h| !h.is_empty()) {
+                signal(child, Signal::SIGSTOP);
                 return;
             }
         }
         if let Some(status) = child.try_wait().unwrap() {
             panic!("catdog train ended ({status}) before its first checkpoint");
         }
-        sleep(Duration::from_millis(20));
+        sleep(Duration::from_millis(1));
     }
     panic!("no checkpoint after 300 s");
 }
 
 fn signal(child: &Child, signal: Signal) {
     kill(Pid::from_raw(child.id() as i32), signal).unwrap();
+}
+
+/// Lets a frozen run go on; a signal sent while it was frozen is handled first.
+fn thaw(child: &Child) {
+    signal(child, Signal::SIGCONT);
 }
 
 fn checkpoint_state(out: &Path) -> Value {
@@ -156,7 +164,7 @@ fn a_killed_run_resumes_where_it_stopped_and_matches_an_uninterrupted_one() {
     );
 
     let mut child = start_training(&killed);
-    wait_for_first_checkpoint(&killed, &mut child);
+    freeze_after_first_checkpoint(&killed, &mut child);
     signal(&child, Signal::SIGKILL);
     child.wait().unwrap();
     let state = checkpoint_state(&killed);
@@ -192,8 +200,9 @@ fn ctrl_c_saves_a_checkpoint_and_exits_130() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("model");
     let mut child = start_training(&out);
-    wait_for_first_checkpoint(&out, &mut child);
+    freeze_after_first_checkpoint(&out, &mut child);
     signal(&child, Signal::SIGINT);
+    thaw(&child);
     let output = child.wait_with_output().unwrap();
     let err = text(&output.stderr);
     assert_eq!(output.status.code(), Some(130), "{err}");
@@ -236,18 +245,21 @@ fn a_second_ctrl_c_exits_at_once_without_breaking_the_checkpoint() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("model");
     let mut child = start_training(&out);
-    wait_for_first_checkpoint(&out, &mut child);
+    freeze_after_first_checkpoint(&out, &mut child);
     // The second signal is sent once the first has been handled (its line is printed): two
-    // sent at once may reach the process as one.
+    // sent at once may reach the process as one. The run is frozen while each is sent.
     let lines = BufReader::new(child.stderr.take().unwrap()).lines();
     signal(&child, Signal::SIGINT);
+    thaw(&child);
     let mut err = String::new();
     for line in lines {
         let line = line.unwrap();
         err.push_str(&line);
         err.push('\n');
         if line.starts_with("catdog: stopping") {
+            signal(&child, Signal::SIGSTOP);
             signal(&child, Signal::SIGINT);
+            thaw(&child);
         }
     }
     let status = child.wait().unwrap();
@@ -264,8 +276,9 @@ fn sigterm_saves_a_checkpoint_and_exits_143() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("model");
     let mut child = start_training(&out);
-    wait_for_first_checkpoint(&out, &mut child);
+    freeze_after_first_checkpoint(&out, &mut child);
     signal(&child, Signal::SIGTERM);
+    thaw(&child);
     let output = child.wait_with_output().unwrap();
     assert_eq!(output.status.code(), Some(143), "{}", text(&output.stderr));
     resume_to_the_end(&out);
@@ -392,7 +405,7 @@ fn resume_refuses_other_settings_and_damaged_checkpoints() {
     );
 
     let mut child = start_training(&out);
-    wait_for_first_checkpoint(&out, &mut child);
+    freeze_after_first_checkpoint(&out, &mut child);
     signal(&child, Signal::SIGKILL);
     child.wait().unwrap();
 
@@ -495,7 +508,7 @@ fn resume_refuses_a_photo_folder_that_changed() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    wait_for_first_checkpoint(&out, &mut child);
+    freeze_after_first_checkpoint(&out, &mut child);
     signal(&child, Signal::SIGKILL);
     child.wait().unwrap();
 
