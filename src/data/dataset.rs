@@ -73,81 +73,14 @@ impl Dataset {
         if !root.is_dir() {
             bail!("data folder {} is not a folder", root.display());
         }
-        let mut by_class: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
-        let mut loose_photos = Vec::new();
-        let entries: Vec<PathBuf> = read_dir_sorted(root)?
-            .into_iter()
-            .filter(|entry| !is_hidden(entry))
-            .collect();
-        // A link inside a class folder back to the data folder or to another class folder
-        // would give that class's photos a second label: such folders are never entered.
-        let mut visited: HashSet<PathBuf> = std::iter::once(root)
-            .chain(entries.iter().filter(|e| e.is_dir()).map(PathBuf::as_path))
-            .filter_map(|dir| fs::canonicalize(dir).ok())
-            .collect();
-        for entry in entries {
-            if entry.is_dir() {
-                let mut photos = Vec::new();
-                collect_photos(&entry, &mut visited, &mut photos)?;
-                if !photos.is_empty() {
-                    let class = by_class
-                        .entry(file_name(&entry).to_lowercase())
-                        .or_default();
-                    class.extend(photos);
-                    class.sort();
-                }
-            } else if is_photo(&entry) {
-                loose_photos.push(entry);
-            }
-        }
-
+        let (mut by_class, loose_photos) = class_folders(root)?;
         let layout = if by_class.is_empty() {
-            for photo in loose_photos {
-                let Some(class) = class_in_name(&photo) else {
-                    bail!(
-                        "{} names no class: in a folder without class sub-folders every photo \
-                         is named like cat.1.jpg, its class before the first dot. Rename the \
-                         photos, or put each class in a sub-folder ({}/cat/, {}/dog/)",
-                        photo.display(),
-                        root.display(),
-                        root.display()
-                    );
-                };
-                by_class.entry(class).or_default().push(photo);
-            }
+            by_class = classes_in_names(root, loose_photos)?;
             Layout::FlatNames
         } else {
             Layout::ClassFolders
         };
-
-        if by_class.is_empty() {
-            bail!(
-                "no photos found in {} (looked for {} files, in class sub-folders or named \
-                 like cat.1.jpg)",
-                root.display(),
-                PHOTO_EXTENSIONS.join("/")
-            );
-        }
-        if by_class.len() < 2 {
-            let only = by_class.keys().next().cloned().unwrap_or_default();
-            bail!(
-                "found only one class ('{only}') in {}: training needs photos of at least two \
-                 classes, e.g. {}/cat/ and {}/dog/",
-                root.display(),
-                root.display(),
-                root.display()
-            );
-        }
-
-        if let Some((class, photos)) = by_class.iter().find(|(_, photos)| photos.len() < 2) {
-            bail!(
-                "class '{class}' has only one photo in {} ({}): training and validation need at \
-                 least two of each class",
-                root.display(),
-                photos[0].display()
-            );
-        }
-
+        check_classes(root, &by_class)?;
         let classes: Vec<String> = by_class.keys().cloned().collect();
         let samples: Vec<Sample> = by_class
             .into_values()
@@ -169,6 +102,92 @@ impl Dataset {
         let labels: Vec<usize> = self.samples.iter().map(|s| s.label).collect();
         stratified_split(&labels, val_fraction, seed)
     }
+}
+
+/// Photo paths by class name.
+type ByClass = BTreeMap<String, Vec<PathBuf>>;
+
+/// The photos of each class sub-folder of `root` (its own sub-folders included), by lower-case
+/// class name, and the photos lying directly in `root`.
+fn class_folders(root: &Path) -> Result<(ByClass, Vec<PathBuf>)> {
+    let mut by_class = ByClass::new();
+    let mut loose_photos = Vec::new();
+    let entries: Vec<PathBuf> = read_dir_sorted(root)?
+        .into_iter()
+        .filter(|entry| !is_hidden(entry))
+        .collect();
+    // A link inside a class folder back to the data folder or to another class folder
+    // would give that class's photos a second label: such folders are never entered.
+    let mut visited: HashSet<PathBuf> = std::iter::once(root)
+        .chain(entries.iter().filter(|e| e.is_dir()).map(PathBuf::as_path))
+        .filter_map(|dir| fs::canonicalize(dir).ok())
+        .collect();
+    for entry in entries {
+        if entry.is_dir() {
+            let mut photos = Vec::new();
+            collect_photos(&entry, &mut visited, &mut photos)?;
+            if !photos.is_empty() {
+                let class = by_class
+                    .entry(file_name(&entry).to_lowercase())
+                    .or_default();
+                class.extend(photos);
+                class.sort();
+            }
+        } else if is_photo(&entry) {
+            loose_photos.push(entry);
+        }
+    }
+    Ok((by_class, loose_photos))
+}
+
+/// The photos of a folder without class sub-folders, by the class their names carry.
+fn classes_in_names(root: &Path, photos: Vec<PathBuf>) -> Result<ByClass> {
+    let mut by_class = ByClass::new();
+    for photo in photos {
+        let Some(class) = class_in_name(&photo) else {
+            bail!(
+                "{} names no class: in a folder without class sub-folders every photo is named \
+                 like cat.1.jpg, its class before the first dot. Rename the photos, or put each \
+                 class in a sub-folder ({}/cat/, {}/dog/)",
+                photo.display(),
+                root.display(),
+                root.display()
+            );
+        };
+        by_class.entry(class).or_default().push(photo);
+    }
+    Ok(by_class)
+}
+
+/// Refuses a folder that cannot be trained on: fewer than two classes, or a class of one photo.
+fn check_classes(root: &Path, by_class: &ByClass) -> Result<()> {
+    if by_class.is_empty() {
+        bail!(
+            "no photos found in {} (looked for {} files, in class sub-folders or named like \
+             cat.1.jpg)",
+            root.display(),
+            PHOTO_EXTENSIONS.join("/")
+        );
+    }
+    if by_class.len() < 2 {
+        let only = by_class.keys().next().cloned().unwrap_or_default();
+        bail!(
+            "found only one class ('{only}') in {}: training needs photos of at least two \
+             classes, e.g. {}/cat/ and {}/dog/",
+            root.display(),
+            root.display(),
+            root.display()
+        );
+    }
+    if let Some((class, photos)) = by_class.iter().find(|(_, photos)| photos.len() < 2) {
+        bail!(
+            "class '{class}' has only one photo in {} ({}): training and validation need at \
+             least two of each class",
+            root.display(),
+            photos[0].display()
+        );
+    }
+    Ok(())
 }
 
 /// Refuses a share of photos to hold back for validation that leaves too few to train on.

@@ -194,6 +194,7 @@ struct EpochTiming {
 /// The batches of epoch `state.position.epoch` from the one it reached, each a training step
 /// while the next batches are prepared on a helper thread. Breaks off, with a checkpoint
 /// saved, when a signal asks training to stop.
+/// (One function: the helper thread's scope has to enclose the loop over its batches.)
 fn run_epoch(
     run: &FitRun,
     state: &mut RunState,
