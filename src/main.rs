@@ -1,7 +1,6 @@
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    catdog::device::keep_freed_memory();
     #[cfg(target_os = "linux")]
     if std::env::var_os("XDG_RUNTIME_DIR").is_none() {
         // Without a desktop session (a server, ssh), libwayland, which the Vulkan driver loads

@@ -7,17 +7,18 @@
 //! (`catdog bench --backends flex`: 90 → 133 photos/s, same run of settings one after the
 //! other); the cost is that memory freed after the peak stays with the process until it ends.
 
-/// Serves blocks up to 32 MB (glibc's ceiling) from the heap and never trims the heap.
-/// Call before other threads start.
-pub fn keep_freed_memory() {
+/// Serves blocks up to 32 MB (glibc's ceiling) from the heap and never trims the heap. Done
+/// once, when a CPU backend is first opened, so that library users get it too.
+pub(crate) fn keep_freed_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
         use nix::libc::{M_MMAP_THRESHOLD, M_TRIM_THRESHOLD, c_int, mallopt};
-        // SAFETY: mallopt only changes allocator settings; it is called before any allocation
-        // from another thread can race with it.
-        unsafe {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        // SAFETY: mallopt only changes allocator settings, under glibc's own arena lock; the
+        // new thresholds apply to later allocations.
+        ONCE.call_once(|| unsafe {
             mallopt(M_MMAP_THRESHOLD, 32 << 20);
             mallopt(M_TRIM_THRESHOLD, c_int::MAX);
-        }
+        });
     }
 }

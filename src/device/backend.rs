@@ -222,6 +222,7 @@ impl From<CpuBackend> for BackendKind {
 
 /// A CPU backend on all the threads rayon gives it.
 pub fn cpu_backend(cpu: CpuBackend) -> Backend {
+    super::allocator::keep_freed_memory();
     let device = match cpu {
         CpuBackend::Flex => Device::flex(),
         // Deprecated in burn 0.22 in favour of flex; catdog keeps it so both can be compared.

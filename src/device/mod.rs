@@ -5,7 +5,6 @@ mod allocator;
 mod backend;
 mod hardware;
 
-pub use allocator::keep_freed_memory;
 pub use backend::{
     Backend, BackendChoice, BackendKind, CpuBackend, Selection, cpu_backend, select,
 };
