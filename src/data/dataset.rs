@@ -90,7 +90,11 @@ impl Dataset {
         Ok(Dataset {
             root: root.to_path_buf(),
             layout,
-            fingerprint: fingerprint(root, &classes, &samples),
+            fingerprint: fingerprint(
+                root,
+                &classes,
+                samples.iter().map(|s| (s.path.as_path(), s.label)),
+            ),
             classes,
             samples,
         })

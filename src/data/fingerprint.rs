@@ -7,24 +7,27 @@ use std::fs;
 use std::path::Path;
 use std::time::UNIX_EPOCH;
 
-use super::dataset::Sample;
-
 /// Bumped when the encoding below changes.
 const ENCODING: &[u8] = b"catdog-photos-v2";
 
-/// The fingerprint of `samples` of `classes`, found under `root`.
-pub(crate) fn fingerprint(root: &Path, classes: &[String], samples: &[Sample]) -> String {
+/// The fingerprint of the photos `samples` (path and class index) of `classes`, found under
+/// `root`.
+pub(crate) fn fingerprint<'a>(
+    root: &Path,
+    classes: &[String],
+    samples: impl Iterator<Item = (&'a Path, usize)>,
+) -> String {
     let mut hash = Fnv1a::new();
     hash.write(ENCODING);
     hash.write_u64(classes.len() as u64);
     for class in classes {
         hash.write_bytes(class.as_bytes());
     }
-    for sample in samples {
-        hash.write_u64(sample.label as u64);
-        let inside = sample.path.strip_prefix(root).unwrap_or(&sample.path);
+    for (path, label) in samples {
+        hash.write_u64(label as u64);
+        let inside = path.strip_prefix(root).unwrap_or(path);
         hash.write_bytes(inside.as_os_str().as_encoded_bytes());
-        match fs::metadata(&sample.path) {
+        match fs::metadata(path) {
             Ok(meta) => {
                 hash.write_u64(meta.len());
                 let since_epoch = meta

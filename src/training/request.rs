@@ -1,11 +1,8 @@
 //! What `catdog train` was asked for, before defaults: a new run fills them in, a resumed run
-//! takes its checkpoint's settings instead.
+//! takes its checkpoint's settings instead (`TrainRequest::options`, in `resume.rs`).
 
 use std::path::PathBuf;
 
-use anyhow::Result;
-
-use super::resume::resumed_options;
 use super::schedule::Schedule;
 use super::settings::{FitSettings, TrainOptions};
 
@@ -31,20 +28,8 @@ pub struct TrainRequest {
 }
 
 impl TrainRequest {
-    /// The options to train with, checked: a new run's, or with `resume` those of the run
-    /// checkpointed in `out` (a flag that disagrees with them is refused).
-    pub fn options(&self) -> Result<TrainOptions> {
-        let options = if self.resume {
-            resumed_options(self)?
-        } else {
-            self.new_run()
-        };
-        options.check()?;
-        Ok(options)
-    }
-
     /// The options of a new run: the flags given, defaults for the others.
-    fn new_run(&self) -> TrainOptions {
+    pub(crate) fn new_run(&self) -> TrainOptions {
         let defaults = TrainOptions::default();
         let fit = defaults.settings;
         TrainOptions {

@@ -36,6 +36,20 @@ impl CheckpointState {
     }
 }
 
+impl TrainRequest {
+    /// The options to train with, checked: a new run's, or with `resume` those of the run
+    /// checkpointed in `out` (a flag that disagrees with them is refused).
+    pub fn options(&self) -> Result<TrainOptions> {
+        let options = if self.resume {
+            resumed_options(self)?
+        } else {
+            self.new_run()
+        };
+        options.check()?;
+        Ok(options)
+    }
+}
+
 /// The checkpoint a run starts from: with `options.resume` the one in `options.out`;
 /// otherwise none, and a folder holding an unfinished run is refused rather than overwritten.
 pub(crate) fn starting_point(
@@ -69,7 +83,7 @@ pub(crate) fn starting_point(
 
 /// The options the checkpointed run in `request.out` was started with; a flag given with
 /// `--resume` must agree with them.
-pub(crate) fn resumed_options(request: &TrainRequest) -> Result<TrainOptions> {
+fn resumed_options(request: &TrainRequest) -> Result<TrainOptions> {
     let out = &request.out;
     let state = there_is_one(checkpoint::read_state(out)?, out)?;
     let options = TrainOptions::of_run(&state.run, out);
