@@ -160,6 +160,11 @@ fn bench_chart_as_png_and_its_text_report() {
     let text = bench("flex", 1, &["--chart", png.to_str().unwrap()]);
     assert!(text.contains("flex"), "{text}");
     assert!(
+        text.contains("10 epochs over the 25,000 photos of the Kaggle set take: flex "),
+        // (16 px and batch 4 here.)
+        "the speed as a waiting time:\n{text}"
+    );
+    assert!(
         text.contains("The article: CPU ≈ 10, GPU ≈ 1,000 photos/s"),
         "{text}"
     );

@@ -189,6 +189,10 @@ fn train_without_data_uses_the_generated_pictures() {
         summary.contains("photos/s") && summary.contains("flex"),
         "{summary}"
     );
+    assert!(
+        summary.contains("10 epochs over the 25,000 photos of the Kaggle set would take"),
+        "the speed as a waiting time:\n{summary}"
+    );
     assert!(dir.path().join("catdog.json").is_file());
 
     assert_fails_with(

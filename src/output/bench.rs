@@ -1,5 +1,6 @@
 //! `catdog bench`'s results: a table with the article's comparison, Markdown, a bar chart.
 
+use super::duration::{EPOCHS, KAGGLE_PHOTOS, training_time};
 use crate::bench::{BenchReport, Measurement};
 use crate::chart::{BarChart, BarGroup, format_number};
 use crate::device::BackendKind;
@@ -117,7 +118,34 @@ pub fn bench_text(report: &BenchReport) -> String {
         ));
     }
     out.push_str(&article_comparison(report));
+    out.push('\n');
+    out.push_str(&waiting_times(report));
     out
+}
+
+/// What the measured speeds mean in waiting time, beside the article's "ready in 10 minutes"
+/// or "in 3 days".
+fn waiting_times(report: &BenchReport) -> String {
+    let times: Vec<String> = report
+        .runs
+        .iter()
+        .map(|run| {
+            format!(
+                "{} {}",
+                run.backend,
+                training_time(KAGGLE_PHOTOS, EPOCHS, run.train_images_per_sec)
+            )
+        })
+        .collect();
+    format!(
+        "At these training speeds ({} px, batch {}), {EPOCHS} epochs over the {} photos of the \
+         Kaggle set take: {} (the article: \"ready in 10 minutes\" on a GPU, \"in 3 days\" on \
+         a CPU).",
+        report.settings.image_size,
+        report.settings.batch_size,
+        format_number(KAGGLE_PHOTOS as f64),
+        times.join(", ")
+    )
 }
 
 /// The table as Markdown, one row per backend.

@@ -3,6 +3,7 @@
 
 mod bench;
 mod devices;
+mod duration;
 mod eval;
 mod predict;
 mod progress;
