@@ -8,6 +8,21 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, ensure};
 
+/// catdog's folder in the user's cache: `$XDG_CACHE_HOME/catdog` or `~/.cache/catdog`, on
+/// macOS `~/Library/Caches/catdog`, on Windows `%LOCALAPPDATA%\catdog`; `None` where the
+/// environment names no home.
+pub(crate) fn user_cache_dir() -> Option<PathBuf> {
+    let var = |name| std::env::var_os(name).map(PathBuf::from);
+    let base = if cfg!(windows) {
+        var("LOCALAPPDATA")
+    } else if cfg!(target_os = "macos") {
+        var("HOME").map(|home| home.join("Library/Caches"))
+    } else {
+        var("XDG_CACHE_HOME").or_else(|| var("HOME").map(|home| home.join(".cache")))
+    };
+    Some(base?.join("catdog"))
+}
+
 /// Temporary files start with this, so that leftovers of a killed run can be recognised.
 pub(crate) const PARTIAL_PREFIX: &str = ".catdog-partial-";
 

@@ -222,3 +222,46 @@ fn bench_with_data_times_decoding_the_cache_and_training_as_train_does() {
         "the bench reads the pixel cache"
     );
 }
+
+/// wgpu's tuned kernels are kept in catdog's cache folder, whatever folder catdog starts in:
+/// the first run says it tunes them, the second that it reads them.
+#[test]
+fn gpu_kernels_are_tuned_once_and_kept_in_catdogs_cache() {
+    if common::wgpu_or_skip("gpu_kernels_are_tuned_once_and_kept_in_catdogs_cache").is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let run = || {
+        let output = common::command()
+            .args([
+                "bench",
+                "--backends",
+                "wgpu",
+                "--image-size",
+                "16",
+                "--batch-size",
+                "4",
+            ])
+            .args(["--seconds", "0.2", "--repeats", "1", "--warmup-steps", "1"])
+            .current_dir(dir.path())
+            .env("XDG_CACHE_HOME", &cache)
+            .output()
+            .unwrap();
+        common::assert_success(&output);
+        common::stderr(&output)
+    };
+    let first = run();
+    assert!(
+        first.contains("Tuning GPU kernels for this adapter, once"),
+        "{first}"
+    );
+    let kernels = cache.join("catdog/gpu-kernels");
+    let kept: Vec<_> = fs::read_dir(&kernels).unwrap().flatten().collect();
+    assert!(!kept.is_empty(), "nothing kept in {}", kernels.display());
+    let second = run();
+    assert!(
+        second.contains("tuned by an earlier run are read from"),
+        "{second}"
+    );
+}

@@ -8,7 +8,7 @@ use clap::Args;
 
 use crate::bench::{self, BenchSettings};
 use crate::chart;
-use crate::device::{self, Backend, BackendChoice};
+use crate::device::{self, Backend, BackendChoice, BackendKind};
 use crate::fs::write_atomically;
 use crate::output::{self, TerminalBenchProgress};
 
@@ -72,8 +72,15 @@ pub(super) fn run(args: BenchArgs) -> Result<ExitCode> {
     };
     let mut backends: Vec<Backend> = Vec::new();
     for choice in choices {
-        let backend = device::select(choice)?.backend;
+        let selection = device::select(choice)?;
+        let backend = selection.backend;
         if !backends.iter().any(|b| b.kind == backend.kind) {
+            if backend.kind == BackendKind::Wgpu {
+                eprintln!(
+                    "bench: wgpu on {}. {}",
+                    backend.device_name, selection.reason
+                );
+            }
             backends.push(backend);
         }
     }

@@ -26,7 +26,9 @@ use super::dataset::{Dataset, Sample};
 use super::decode::{Skipped, decode_photos};
 use super::images::{ImageSet, Pixels, image_bytes};
 use crate::device::cpu_info;
-use crate::fs::{partial_file_in, remove_partial_files, sync_folder, write_atomically};
+use crate::fs::{
+    partial_file_in, remove_partial_files, sync_folder, user_cache_dir, write_atomically,
+};
 
 /// Bumped whenever decoding or the file layout changes, which invalidates old caches.
 const FORMAT_VERSION: u32 = 1;
@@ -129,13 +131,10 @@ fn cache_folders(data: &Path) -> Vec<PathBuf> {
     if fs::metadata(data).is_ok_and(|meta| !meta.permissions().readonly()) {
         folders.push(data.join(".catdog-cache"));
     }
-    let user_cache = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")));
-    if let Some(user_cache) = user_cache {
+    if let Some(user_cache) = user_cache_dir() {
         let absolute = fs::canonicalize(data).unwrap_or_else(|_| data.to_path_buf());
         let folder_key = crc32fast::hash(absolute.as_os_str().as_encoded_bytes());
-        folders.push(user_cache.join("catdog").join(format!("{folder_key:08x}")));
+        folders.push(user_cache.join(format!("{folder_key:08x}")));
     }
     folders
 }

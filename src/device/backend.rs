@@ -12,6 +12,7 @@ use burn::tensor::{Device, DeviceKind};
 use serde::{Deserialize, Serialize};
 
 use super::hardware::{self, GpuAdapter};
+use super::kernels;
 
 /// What the user asks for with `--backend`; [`help`](Self::help) says what each one means.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -120,12 +121,19 @@ pub struct Selection {
     pub reason: String,
 }
 
-/// Resolves `--backend` and opens the device.
+/// Resolves `--backend` and opens the device; for wgpu, the reason also says where its tuned
+/// kernels are kept and whether this run tunes them.
 pub fn select(choice: BackendChoice) -> Result<Selection> {
     let plan = plan(choice)?;
+    let mut reason = plan.reason.clone();
+    if plan.kind == BackendKind::Wgpu
+        && let Some(cache) = kernels::use_catdog_cache()
+    {
+        reason = format!("{reason} {}", cache.describe());
+    }
     Ok(Selection {
         backend: open(&plan)?,
-        reason: plan.reason,
+        reason,
     })
 }
 
@@ -137,8 +145,7 @@ pub fn plan(choice: BackendChoice) -> Result<Plan> {
         reason: match adapter {
             Some(adapter) if !adapter.kind.is_hardware() => format!(
                 "Asked for {kind}. {} is a software rasterizer: it computes on the CPU, far \
-                 slower than --backend cpu, and its first steps tune kernels for many minutes \
-                 (once; the results are cached).",
+                 slower than --backend cpu, and its first run tunes kernels for many minutes.",
                 adapter.name
             ),
             _ => format!("Asked for {kind}."),

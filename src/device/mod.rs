@@ -4,6 +4,7 @@
 mod allocator;
 mod backend;
 mod hardware;
+mod kernels;
 
 pub use backend::{
     Backend, BackendChoice, BackendKind, CpuBackend, Selection, cpu_backend, select,

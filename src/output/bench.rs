@@ -88,6 +88,17 @@ pub fn bench_text(report: &BenchReport) -> String {
         out.push_str(&line(row));
         out.push('\n');
     }
+    let warmups: Vec<String> = report
+        .runs
+        .iter()
+        .map(|run| format!("{} {:.1} s", run.backend, run.warmup_seconds))
+        .collect();
+    out.push_str(&format!(
+        "Warm-up, untimed ({} steps; wgpu compiles and tunes its kernels then, once per \
+         adapter): {}\n",
+        settings.warmup_steps,
+        warmups.join(", ")
+    ));
     for run in &report.runs {
         if let (Some(decode), Some(cached), Some(e2e)) =
             (&run.decode, &run.cached_batches, &run.end_to_end_train)
