@@ -19,7 +19,7 @@ mod schedule;
 mod settings;
 mod trainer;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use burn::module::Module;
@@ -128,18 +128,10 @@ pub fn train(
         progress.note(&line);
     }
     let start = resume::starting_point(options, progress)?;
-    let stop = || interrupt::requested().is_some();
-    let spec = DataSpec {
-        folder: options.data.as_deref(),
-        generated_count: options.generated_count,
-        image_size: options.image_size,
-        val_split: options.val_split,
-        seed: options.settings.seed,
-        stop: &stop,
-    };
-    let data = match prepare(spec, progress) {
+    let data = match prepare_data(options, progress) {
         Ok(data) => data,
         Err(err) => match interrupt::requested() {
+            // Decoding stopped for a signal: not an error.
             Some(by) => {
                 return Ok(TrainOutcome::Stopped(Stopped {
                     by,
@@ -156,18 +148,6 @@ pub fn train(
         resume::check_same_run(&start.state.run, &run, &options.out)?;
     }
     let normalization = Normalization::default();
-    let mut save_checkpoint = |state: &RunState| {
-        let (model, optimizer) = state.trainer.to_bytes()?;
-        checkpoint::save(
-            &options.out,
-            &run,
-            &state.position,
-            &state.history,
-            &model,
-            &optimizer,
-            state.best.as_ref(),
-        )
-    };
     let fit_run = FitRun {
         train: &data.train,
         val: &data.val,
@@ -177,12 +157,7 @@ pub fn train(
         device: &backend.device,
         stop: &interrupt::requested,
     };
-    let outcome = fit_from(&fit_run, start, &mut save_checkpoint, progress).with_context(|| {
-        format!(
-            "training stopped; the last checkpoint is kept in {}",
-            checkpoint::dir(&options.out).display()
-        )
-    })?;
+    let outcome = fit_with_checkpoints(&fit_run, start, &run, &options.out, progress)?;
     let (model, epochs) = match outcome {
         FitOutcome::Finished { model, history } => (*model, history),
         FitOutcome::Stopped { by, position } => {
@@ -214,6 +189,50 @@ pub fn train(
         epochs,
         model_dir: options.out.clone(),
     })))
+}
+
+/// [`fit_from`], saving a checkpoint of `run` in `out` after every epoch and when a signal
+/// stops it.
+fn fit_with_checkpoints(
+    fit_run: &FitRun,
+    start: Option<checkpoint::Checkpoint>,
+    run: &RunSettings,
+    out: &Path,
+    progress: &mut dyn TrainProgress,
+) -> Result<FitOutcome> {
+    let mut save_checkpoint = |state: &RunState| {
+        let (model, optimizer) = state.trainer.to_bytes()?;
+        checkpoint::save(
+            out,
+            run,
+            &state.position,
+            &state.history,
+            &model,
+            &optimizer,
+            state.best.as_ref(),
+        )
+    };
+    fit_from(fit_run, start, &mut save_checkpoint, progress).with_context(|| {
+        format!(
+            "training stopped; the last checkpoint is kept in {}",
+            checkpoint::dir(out).display()
+        )
+    })
+}
+
+/// The run's pictures, decoded (or read from the pixel cache) and split; decoding stops between
+/// chunks of photos when a signal asks training to stop.
+fn prepare_data(options: &TrainOptions, progress: &mut dyn TrainProgress) -> Result<PreparedData> {
+    let stop = || interrupt::requested().is_some();
+    let spec = DataSpec {
+        folder: options.data.as_deref(),
+        generated_count: options.generated_count,
+        image_size: options.image_size,
+        val_split: options.val_split,
+        seed: options.settings.seed,
+        stop: &stop,
+    };
+    prepare(spec, progress)
 }
 
 /// Writes the kept epoch's network and its description into `options.out`, and the run's
