@@ -21,7 +21,7 @@ use crate::data::{
 };
 use crate::device::{self, Backend, BackendKind, CpuInfo, GpuAdapter};
 use crate::inference::class_probabilities;
-use crate::training::{FitSettings, Trainer};
+use crate::training::{FitSettings, Trainer, median};
 
 /// AdamW's learning rate in the bench: constant, as in the PyTorch reference.
 const LEARNING_RATE: f64 = 1e-3;
@@ -69,16 +69,10 @@ impl Measurement {
     fn from_windows(windows: Vec<f64>) -> Measurement {
         let mut sorted = windows.clone();
         sorted.sort_by(f64::total_cmp);
-        let n = sorted.len();
-        let median = if n % 2 == 1 {
-            sorted[n / 2]
-        } else {
-            (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
-        };
         Measurement {
-            median,
+            median: median(&sorted),
             min: sorted[0],
-            max: sorted[n - 1],
+            max: sorted[sorted.len() - 1],
             windows,
         }
     }

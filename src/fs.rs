@@ -136,6 +136,20 @@ pub(crate) fn read_checked(
     Ok(bytes)
 }
 
+/// The names of the files in `dir` ending in `suffix`, sorted: what a test expects a folder
+/// to hold.
+#[cfg(test)]
+pub(crate) fn names_ending_in(dir: &Path, suffix: &str) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(suffix))
+        .collect();
+    names.sort();
+    names
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -102,16 +102,14 @@ fn synth_then_train_then_predict_with_json() {
     assert!(curves.starts_with("<svg") && curves.trim_end().ends_with("</svg>"));
     assert!(curves.contains("Accuracy") && curves.contains("validation"));
 
+    let predict = |extra: &[&str]| {
+        let mut args = vec!["predict", "--model", path(&model), "--backend", "flex"];
+        args.extend(extra);
+        catdog(&args)
+    };
+
     // A whole folder, as JSON lines.
-    let output = catdog(&[
-        "predict",
-        "--model",
-        path(&model),
-        "--backend",
-        "flex",
-        "--json",
-        path(&data.join("dog")),
-    ]);
+    let output = predict(&["--json", path(&data.join("dog"))]);
     assert_success(&output);
     let lines: Vec<Value> = stdout(&output)
         .lines()
@@ -131,29 +129,14 @@ fn synth_then_train_then_predict_with_json() {
 
     // One photo, for people: `path  label  probability`.
     let photo = data.join("cat/00000.png");
-    let output = catdog(&[
-        "predict",
-        "--model",
-        path(&model),
-        "--backend",
-        "flex",
-        path(&photo),
-    ]);
+    let output = predict(&[path(&photo)]);
     assert_success(&output);
     let text = stdout(&output);
     let fields: Vec<&str> = text.split_whitespace().collect();
     assert_eq!(fields.len(), 3, "{text}");
     assert_eq!(fields[0], path(&photo));
     // The line says what the JSON says: the most probable class, to two decimals.
-    let output = catdog(&[
-        "predict",
-        "--model",
-        path(&model),
-        "--backend",
-        "flex",
-        "--json",
-        path(&photo),
-    ]);
+    let output = predict(&["--json", path(&photo)]);
     let json: Value = serde_json::from_str(stdout(&output).trim()).unwrap();
     assert_eq!(fields[1], json["label"], "{text}");
     let (cat, dog) = (

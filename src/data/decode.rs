@@ -206,6 +206,17 @@ fn resize_rgb(photo: RgbImage, size: u32) -> Vec<u8> {
 mod tests {
     use super::*;
 
+    fn jpeg(photo: &DynamicImage) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        photo
+            .write_to(
+                &mut std::io::Cursor::new(&mut bytes),
+                image::ImageFormat::Jpeg,
+            )
+            .unwrap();
+        bytes
+    }
+
     #[test]
     fn a_jpeg_cut_short_is_told_from_a_whole_one() {
         // Noise, so that most of the file is entropy-coded data, as in a photo.
@@ -215,13 +226,7 @@ mod tests {
             let [r, g, b, _] = state.to_le_bytes();
             image::Rgb([r, g, b])
         });
-        let mut jpeg = Vec::new();
-        noise
-            .write_to(
-                &mut std::io::Cursor::new(&mut jpeg),
-                image::ImageFormat::Jpeg,
-            )
-            .unwrap();
+        let jpeg = jpeg(&DynamicImage::ImageRgb8(noise));
         assert!(jpeg_reaches_its_end(&jpeg));
         let mut padded = jpeg.clone();
         padded.extend_from_slice(&[0; 100]);
@@ -250,13 +255,7 @@ mod tests {
             DynamicImage::ImageRgb8(gradient.clone()),
             DynamicImage::ImageRgb8(gradient).grayscale(),
         ] {
-            let mut jpeg = Vec::new();
-            photo
-                .write_to(
-                    &mut std::io::Cursor::new(&mut jpeg),
-                    image::ImageFormat::Jpeg,
-                )
-                .unwrap();
+            let jpeg = jpeg(&photo);
             let scaled = decode_jpeg_scaled(&jpeg, 32).expect("large enough to scale");
             assert_eq!(scaled.dimensions(), (64, 48), "decoded at 1/4 scale");
             let full = decode_upright(&jpeg).unwrap().into_rgb8();
@@ -269,14 +268,10 @@ mod tests {
                 / full.len() as f64;
             assert!(mean_difference < 3.0, "{mean_difference}");
         }
-        let small = RgbImage::new(100, 100);
-        let mut jpeg = Vec::new();
-        DynamicImage::ImageRgb8(small)
-            .write_to(
-                &mut std::io::Cursor::new(&mut jpeg),
-                image::ImageFormat::Jpeg,
-            )
-            .unwrap();
-        assert!(decode_jpeg_scaled(&jpeg, 32).is_none(), "under 4× the size");
+        let small = jpeg(&DynamicImage::ImageRgb8(RgbImage::new(100, 100)));
+        assert!(
+            decode_jpeg_scaled(&small, 32).is_none(),
+            "under 4× the size"
+        );
     }
 }

@@ -217,14 +217,7 @@ mod tests {
     }
 
     fn weights_files(dir: &Path) -> Vec<String> {
-        let mut names: Vec<String> = fs::read_dir(dir)
-            .unwrap()
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|name| name.ends_with(".safetensors"))
-            .collect();
-        names.sort();
-        names
+        crate::fs::names_ending_in(dir, ".safetensors")
     }
 
     #[test]

@@ -36,15 +36,16 @@ pub fn train_summary(report: &TrainReport) -> String {
     let first = report.epochs[0].train_images_per_sec;
     let speed = match report.epochs.len() {
         1 => format!("{first:.1} photos/s (one epoch, warm-up included)"),
-        2 => format!(
-            "{:.1} photos/s (epoch 2; epoch 1, which includes the warm-up: {first:.1})",
-            report.images_per_sec()
-        ),
-        n => format!(
-            "{:.1} photos/s (the median of epochs 2–{n}; epoch 1, which includes the warm-up: \
-             {first:.1})",
-            report.images_per_sec()
-        ),
+        n => {
+            let later = match n {
+                2 => "epoch 2".to_string(),
+                n => format!("the median of epochs 2–{n}"),
+            };
+            format!(
+                "{:.1} photos/s ({later}; epoch 1, which includes the warm-up: {first:.1})",
+                report.images_per_sec()
+            )
+        }
     };
     let took: f64 = report.epochs.iter().map(|e| e.train_seconds).sum();
     let waiting = format!(

@@ -217,14 +217,7 @@ mod tests {
     }
 
     fn bpk_files(out: &Path) -> Vec<String> {
-        let mut names: Vec<String> = fs::read_dir(dir(out))
-            .unwrap()
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|name| name.ends_with(".bpk"))
-            .collect();
-        names.sort();
-        names
+        crate::fs::names_ending_in(&dir(out), ".bpk")
     }
 
     #[test]

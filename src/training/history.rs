@@ -61,11 +61,17 @@ pub fn steady_images_per_sec(history: &[EpochStats]) -> f64 {
         [] => return 0.0,
     };
     rates.sort_by(f64::total_cmp);
-    let middle = rates.len() / 2;
-    if rates.len() % 2 == 1 {
-        rates[middle]
+    median(&rates)
+}
+
+/// The median of `sorted` values (sorted ascending, at least one): the middle one, or the
+/// mean of the middle two.
+pub(crate) fn median(sorted: &[f64]) -> f64 {
+    let middle = sorted.len() / 2;
+    if sorted.len() % 2 == 1 {
+        sorted[middle]
     } else {
-        (rates[middle - 1] + rates[middle]) / 2.0
+        (sorted[middle - 1] + sorted[middle]) / 2.0
     }
 }
 

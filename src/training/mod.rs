@@ -38,7 +38,7 @@ pub use progress::{BatchStats, TrainProgress};
 pub use schedule::Schedule;
 pub use settings::{FitSettings, TrainOptions};
 
-pub(crate) use history::kept_epoch;
+pub(crate) use history::{kept_epoch, median};
 pub(crate) use interrupt::install as install_interrupt_handlers;
 pub(crate) use request::TrainRequest;
 pub(crate) use trainer::Trainer;
