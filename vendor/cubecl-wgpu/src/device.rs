@@ -1,0 +1,1 @@
+pub use cubecl_server::device::{WgpuBackend, WgpuDevice, WgpuDeviceKind};
