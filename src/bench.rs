@@ -7,20 +7,26 @@
 //! AdamW step (training's default weight decay), with the loss read back to the host, which
 //! waits for the device: the clock stops only when the work is done. An inference step reads
 //! the class probabilities back.
+//!
+//! Each batch size of `--batch-size 32,128,512` is measured in turn, so that each device can
+//! show its best: a big GPU is idle at batch 32. Batches are made on the host and uploaded in
+//! every step, as in training; with `--data-on-device` they are uploaded once, before the
+//! clock starts, so that the figures are the device's alone.
 
 use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use burn::module::Module;
+use burn::tensor::Tensor;
 use serde::Serialize;
 
 use crate::data::{
-    AugmentEpoch, Dataset, DecodeWatch, HostBatch, ImageSet, Normalization, Sample, batch_indices,
-    batch_rng, decode_photos, load_or_decode, prefetch, synth,
+    AugmentEpoch, Dataset, DecodeWatch, DeviceBatch, HostBatch, ImageSet, Normalization, Sample,
+    batch_indices, batch_rng, decode_photos, load_or_decode, prefetch, synth,
 };
-use crate::device::{self, Backend, BackendKind, CpuInfo, GpuAdapter};
-use crate::inference::class_probabilities;
+use crate::device::{self, Backend, BackendKind, CpuInfo, GpuAdapter, Precision, explain_panic};
+use crate::inference::{class_probabilities, log_probabilities_on_device};
 use crate::training::{FitSettings, Trainer, median};
 
 /// AdamW's learning rate in the bench: constant, as in the PyTorch reference.
@@ -30,7 +36,10 @@ const LEARNING_RATE: f64 = 1e-3;
 #[derive(Clone, Debug, Serialize)]
 pub struct BenchSettings {
     pub image_size: u32,
-    pub batch_size: usize,
+    /// Each is measured in turn.
+    pub batch_sizes: Vec<usize>,
+    /// Batches uploaded once and kept on the device, instead of made and uploaded each step.
+    pub data_on_device: bool,
     /// Minimum length of one timed window.
     pub seconds: f64,
     /// Timed windows per figure.
@@ -46,7 +55,8 @@ impl Default for BenchSettings {
     fn default() -> Self {
         BenchSettings {
             image_size: 64,
-            batch_size: 32,
+            batch_sizes: vec![32],
+            data_on_device: false,
             seconds: 3.0,
             repeats: 3,
             warmup_steps: 3,
@@ -83,6 +93,9 @@ impl Measurement {
 pub struct BackendRun {
     pub backend: BackendKind,
     pub device: String,
+    pub batch_size: usize,
+    /// The float type it computed in.
+    pub precision: Precision,
     /// Whether `device` is a real GPU (wgpu can also run on a software rasterizer).
     pub hardware_gpu: bool,
     /// Training photos per second (median): the headline figure.
@@ -142,11 +155,10 @@ pub fn run(
     settings: &BenchSettings,
     progress: &mut dyn BenchProgress,
 ) -> Result<BenchReport> {
-    if settings.repeats == 0 || settings.batch_size == 0 {
+    if settings.repeats == 0 || settings.batch_sizes.is_empty() || settings.batch_sizes.contains(&0)
+    {
         bail!("the bench needs at least one window and one photo per batch");
     }
-    // Eight batches of pictures, cycled through: the same data for every backend.
-    let pictures = synth::generate(settings.batch_size * 8, settings.image_size, 7);
     let mut skipped = Vec::new();
     let photos = match &settings.data {
         Some(dir) => {
@@ -175,14 +187,19 @@ pub fn run(
         None => None,
     };
     let mut runs = Vec::new();
-    for backend in backends {
-        runs.push(bench_backend(
-            backend,
-            &pictures,
-            photos.as_ref(),
-            settings,
-            progress,
-        )?);
+    for &batch_size in &settings.batch_sizes {
+        // Eight batches of pictures, cycled through: the same data for every backend.
+        let pictures = synth::generate(batch_size * 8, settings.image_size, 7);
+        for backend in backends {
+            runs.push(bench_backend(
+                backend,
+                batch_size,
+                &pictures,
+                photos.as_ref(),
+                settings,
+                progress,
+            )?);
+        }
     }
     Ok(BenchReport {
         catdog_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -199,6 +216,7 @@ pub fn run(
 
 fn bench_backend(
     backend: &Backend,
+    batch_size: usize,
     pictures: &ImageSet,
     photos: Option<&(Vec<Sample>, ImageSet)>,
     settings: &BenchSettings,
@@ -207,9 +225,17 @@ fn bench_backend(
     let normalization = Normalization::default();
     let batches: Vec<Vec<usize>> = (0..pictures.len())
         .collect::<Vec<_>>()
-        .chunks(settings.batch_size)
+        .chunks(batch_size)
         .map(<[usize]>::to_vec)
         .collect();
+    let host_batch = |step: usize| {
+        HostBatch::new(
+            pictures,
+            &batches[step % batches.len()],
+            &normalization,
+            None,
+        )
+    };
     let mut trainer = Trainer::new(
         synth::CLASSES.len(),
         &backend.device,
@@ -219,16 +245,27 @@ fn bench_backend(
         },
     );
 
+    // With --data-on-device, every batch uploaded once, for training and for inference.
+    let resident: Vec<(DeviceBatch, Tensor<4>)> = if settings.data_on_device {
+        (0..batches.len())
+            .map(|step| {
+                let training = host_batch(step).upload(trainer.device());
+                let inference = host_batch(step).upload(&backend.device).images;
+                (training, inference)
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let train_step = |trainer: &mut Trainer, step: usize| match resident.get(step % batches.len()) {
+        Some((batch, _)) => trainer.step_on_device(batch.clone(), LEARNING_RATE),
+        None => trainer.step(host_batch(step), LEARNING_RATE),
+    };
+
     progress.started(backend, "warming up");
     let started = Instant::now();
     for step in 0..settings.warmup_steps {
-        let batch = HostBatch::new(
-            pictures,
-            &batches[step % batches.len()],
-            &normalization,
-            None,
-        );
-        trainer.step(batch, LEARNING_RATE);
+        train_step(&mut trainer, step)?;
     }
     let warmup_seconds = started.elapsed().as_secs_f64();
 
@@ -236,15 +273,8 @@ fn bench_backend(
     let mut step = 0;
     let train = measure(settings, || {
         step += 1;
-        let batch = HostBatch::new(
-            pictures,
-            &batches[step % batches.len()],
-            &normalization,
-            None,
-        );
-        let photos = batch.len();
-        trainer.step(batch, LEARNING_RATE);
-        Ok(photos)
+        train_step(&mut trainer, step)?;
+        Ok(batches[step % batches.len()].len())
     })?;
 
     progress.started(backend, "inference");
@@ -253,15 +283,22 @@ fn bench_backend(
     let infer = measure(settings, || {
         step += 1;
         let indices = &batches[step % batches.len()];
-        let images: Vec<&[u8]> = indices.iter().map(|&i| pictures.image(i)).collect();
-        class_probabilities(
-            &model,
-            &images,
-            pictures.size(),
-            &normalization,
-            &backend.device,
-            false,
-        );
+        explain_panic(indices.len(), || match resident.get(step % batches.len()) {
+            Some((_, images)) => {
+                log_probabilities_on_device(&model, images.clone(), false);
+            }
+            None => {
+                let images: Vec<&[u8]> = indices.iter().map(|&i| pictures.image(i)).collect();
+                class_probabilities(
+                    &model,
+                    &images,
+                    pictures.size(),
+                    &normalization,
+                    &backend.device,
+                    false,
+                );
+            }
+        })?;
         Ok(indices.len())
     })?;
 
@@ -270,7 +307,7 @@ fn bench_backend(
             progress.started(backend, "decoding photos");
             let mut next = 0;
             let decode = measure(settings, || {
-                let batch: Vec<&Sample> = (0..settings.batch_size * 4)
+                let batch: Vec<&Sample> = (0..batch_size * 4)
                     .map(|i| &samples[(next + i) % samples.len()])
                     .collect();
                 next += batch.len();
@@ -278,7 +315,7 @@ fn bench_backend(
             })?;
 
             progress.started(backend, "batches from the pixel cache");
-            let order = batch_indices(cached.len(), settings.batch_size, Some(7));
+            let order = batch_indices(cached.len(), batch_size, Some(7));
             let mut number = 0;
             let cached_batches = measure(settings, || {
                 number += 1;
@@ -290,7 +327,7 @@ fn bench_backend(
             progress.started(backend, "training from the pixel cache");
             // Enough batches for every window even at three times the pure training speed.
             let needed = (train.median * settings.seconds * (settings.repeats + 1) as f64 * 3.0
-                / settings.batch_size as f64) as usize
+                / batch_size as f64) as usize
                 + 8;
             let cycled: Vec<Vec<usize>> = order.iter().cycle().take(needed).cloned().collect();
             let augmentation = Some(AugmentEpoch { seed: 7, epoch: 1 });
@@ -302,7 +339,7 @@ fn bench_backend(
                         .next()
                         .context("the bench ran out of prepared batches")?;
                     let photos = batch.len();
-                    trainer.step(batch, LEARNING_RATE);
+                    trainer.step(batch, LEARNING_RATE)?;
                     Ok(photos)
                 })
             })?;
@@ -314,6 +351,8 @@ fn bench_backend(
     Ok(BackendRun {
         backend: backend.kind,
         device: backend.device_name.clone(),
+        batch_size,
+        precision: backend.precision,
         hardware_gpu: backend.is_hardware_gpu(),
         train_images_per_sec: train.median,
         infer_images_per_sec: infer.median,

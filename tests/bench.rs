@@ -63,7 +63,31 @@ fn devices_lists_the_cpu_and_says_what_auto_picks() {
     assert_eq!(auto == "wgpu", any_hardware, "{devices}");
     assert!(!devices["auto"]["reason"].as_str().unwrap().is_empty());
 
+    // The adapter `--backend wgpu` opens, and what its kernels are compiled to: WGSL on a
+    // software rasterizer (vendor/cubecl-wgpu/PATCHED.md), SPIR-V or WGSL on Vulkan.
+    let wgpu = &devices["wgpu"];
+    if gpus.is_empty() {
+        assert!(wgpu.is_null(), "{devices}");
+    } else if common::wgpu_or_skip("devices on wgpu").is_some() {
+        let opened = wgpu["device"].as_str().unwrap();
+        let features = &wgpu["features"];
+        let compiler = features["compiler"].as_str().unwrap();
+        if opened.contains("software rasterizer") {
+            assert_eq!(compiler, "WGSL", "{devices}");
+        } else if opened.contains(" on Vulkan") {
+            assert!(["SPIR-V", "WGSL"].contains(&compiler), "{devices}");
+        }
+        assert!(features["f16"].is_boolean(), "{devices}");
+        assert!(features["cooperative_matrix"].is_boolean(), "{devices}");
+    }
+
     let text = succeed(&["devices"]);
+    if !gpus.is_empty() && wgpu.get("features").is_some() {
+        assert!(
+            text.contains("kernels, cooperative matrix (tensor cores): "),
+            "{text}"
+        );
+    }
     if !any_hardware {
         assert!(
             text.contains("No hardware GPU") || text.contains("GPU: none"),
@@ -97,7 +121,8 @@ fn bench_measures_every_backend_and_exports_json_markdown_and_charts() {
 
     let report: Value = serde_json::from_str(&output).expect("one JSON object");
     assert_eq!(report["settings"]["image_size"], 16);
-    assert_eq!(report["settings"]["batch_size"], 4);
+    assert_eq!(report["settings"]["batch_sizes"], serde_json::json!([4]));
+    assert_eq!(report["settings"]["data_on_device"], false);
     assert!(
         report["machine"]["cpu"]["compute_threads"]
             .as_u64()
@@ -151,6 +176,62 @@ fn bench_measures_every_backend_and_exports_json_markdown_and_charts() {
     for backend in &backends {
         assert!(chart.contains(backend), "{backend} missing from the chart");
     }
+}
+
+/// `--batch-size 2,4` measures both sizes, and the best one is the one marked; with
+/// `--data-on-device` the batches are uploaded once, and the report says so.
+#[test]
+fn bench_measures_each_batch_size_and_marks_the_best() {
+    let dir = tempfile::tempdir().unwrap();
+    let markdown = dir.path().join("bench.md");
+    let args = [
+        "bench",
+        "--backends",
+        "flex",
+        "--image-size",
+        "16",
+        "--batch-size",
+        "2,4",
+        "--data-on-device",
+        "--seconds",
+        "0.2",
+        "--repeats",
+        "1",
+        "--warmup-steps",
+        "1",
+    ];
+    let mut with_json = args.to_vec();
+    with_json.extend(["--json", "--export-markdown", markdown.to_str().unwrap()]);
+    let report: Value = serde_json::from_str(&succeed(&with_json)).unwrap();
+    assert_eq!(report["settings"]["batch_sizes"], serde_json::json!([2, 4]));
+    assert_eq!(report["settings"]["data_on_device"], true);
+    let runs = report["runs"].as_array().unwrap();
+    let batches: Vec<u64> = runs
+        .iter()
+        .map(|r| r["batch_size"].as_u64().unwrap())
+        .collect();
+    assert_eq!(batches, [2, 4], "{report}");
+    let rate = |run: &Value| run["train_images_per_sec"].as_f64().unwrap();
+    assert!(
+        runs.iter()
+            .all(|r| rate(r) > 0.0 && r["infer_images_per_sec"].as_f64().unwrap() > 0.0)
+    );
+    let best = runs
+        .iter()
+        .max_by(|a, b| rate(a).total_cmp(&rate(b)))
+        .unwrap()["batch_size"]
+        .as_u64()
+        .unwrap();
+    let table = fs::read_to_string(&markdown).unwrap();
+    let marked: Vec<&str> = table.lines().filter(|l| l.contains("★ best")).collect();
+    assert_eq!(marked.len(), 1, "{table}");
+    assert!(marked[0].contains(&format!("| {best} |")), "{table}");
+
+    let text = succeed(&args);
+    assert!(text.contains("batches 2, 4"), "{text}");
+    assert!(text.contains("kept on the device"), "{text}");
+    assert!(text.contains("This machine at batch 2:"), "{text}");
+    assert!(text.contains("Each at its best batch size:"), "{text}");
 }
 
 #[test]

@@ -260,6 +260,168 @@ fn backend_gpu_without_a_gpu_suggests_the_cpu() {
     assert!(stderr(&output).contains("no hardware GPU") || stderr(&output).contains("no GPU"));
 }
 
+/// The Vulkan loader pointed at a driver file that does not exist: `catdog devices` and
+/// `--backend gpu` name the variable and say what to do, instead of only "no GPU".
+#[test]
+#[cfg(target_os = "linux")]
+fn a_vulkan_loader_pointed_at_nothing_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let nowhere = dir.path().join("no-such-icd.json");
+    let variable = format!("VK_ICD_FILENAMES={}", nowhere.display());
+    let run = |args: &[&str]| {
+        common::command()
+            .args(args)
+            .env("VK_ICD_FILENAMES", &nowhere)
+            .env_remove("VK_DRIVER_FILES")
+            .output()
+            .unwrap()
+    };
+    let devices: serde_json::Value =
+        serde_json::from_slice(&run(&["devices", "--json"]).stdout).unwrap();
+    if devices["hardware_gpu"] == true {
+        eprintln!("SKIPPED a_vulkan_loader_pointed_at_nothing_is_named: a GPU outside Vulkan");
+        return;
+    }
+    let reason = devices["auto"]["reason"].as_str().unwrap();
+    assert!(reason.contains(&variable), "{reason}");
+    assert!(reason.contains("does not exist"), "{reason}");
+    let out = dir.path().join("model");
+    let train = run(&["train", "--backend", "gpu", "--out", path(&out)]);
+    assert_fails_with(&train, &variable);
+    assert_fails_with(&train, "unset VK_ICD_FILENAMES");
+    assert!(!out.exists());
+}
+
+/// `--precision f16` is refused on the CPU backends, and flex32 wherever a model file is
+/// involved, before anything is written.
+#[test]
+fn precisions_a_run_cannot_use_are_refused_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("model");
+    let train = |precision: &str| {
+        catdog(&[
+            "train",
+            "--backend",
+            "cpu",
+            "--precision",
+            precision,
+            "--out",
+            path(&out),
+        ])
+    };
+    assert_fails_with(&train("f16"), "--precision f16 needs the GPU");
+    assert_fails_with(&train("flex32"), "--precision flex32 cannot train a model");
+    assert!(!out.exists());
+    let predict = catdog(&[
+        "predict",
+        "--backend",
+        "cpu",
+        "--precision",
+        "f16",
+        "--model",
+        path(&out),
+        "x.jpg",
+    ]);
+    assert_fails_with(&predict, "--precision f16 needs the GPU");
+}
+
+/// On wgpu, `--precision f16` learns the generated pictures to within a few points of f32,
+/// the model it saves is f32 all the same, and predicting in f16 gives the f32 answers.
+#[test]
+fn half_precision_on_the_gpu_learns_like_f32_and_saves_f32() {
+    let test = "half_precision_on_the_gpu_learns_like_f32_and_saves_f32";
+    if common::wgpu_or_skip(test).is_none() {
+        return;
+    }
+    let devices: Value = serde_json::from_slice(&catdog(&["devices", "--json"]).stdout).unwrap();
+    if devices["wgpu"]["features"]["f16"] != true {
+        eprintln!("SKIPPED {test}: the wgpu adapter has no f16");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let accuracy = |precision: &str| -> f64 {
+        let out = dir.path().join(precision);
+        let output = catdog(&[
+            "train",
+            "--backend",
+            "wgpu",
+            "--precision",
+            precision,
+            "--generated",
+            "240",
+            "--image-size",
+            "24",
+            "--epochs",
+            "4",
+            "--batch-size",
+            "16",
+            "--val-split",
+            "0.25",
+            "--seed",
+            "5",
+            "--json",
+            "--out",
+            path(&out),
+        ]);
+        assert_success(&output);
+        let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(report["precision"], precision);
+        // A safetensors file: an 8-byte header length, then the header naming each dtype.
+        let weights = std::fs::read(common::weights_file(&out)).unwrap();
+        let length = u64::from_le_bytes(weights[..8].try_into().unwrap()) as usize;
+        let header = std::str::from_utf8(&weights[8..8 + length]).unwrap();
+        assert!(
+            header.contains("\"F32\"") && !header.contains("\"F16\""),
+            "{precision}: {header}"
+        );
+        report["val_accuracy"].as_f64().unwrap()
+    };
+    let full = accuracy("f32");
+    let half = accuracy("f16");
+    assert!(full >= 0.7, "f32 learned only {full}");
+    assert!((full - half).abs() <= 0.1, "f32 reached {full}, f16 {half}");
+
+    // The f16-trained model, read back in f16 and in f32: the same probabilities, to f16's
+    // precision.
+    let pictures = dir.path().join("pictures");
+    assert_success(&catdog(&[
+        "synth",
+        "--out",
+        path(&pictures),
+        "--count",
+        "8",
+        "--size",
+        "24",
+    ]));
+    let answers = |precision: &str| -> Vec<f64> {
+        let output = catdog(&[
+            "predict",
+            "--backend",
+            "wgpu",
+            "--precision",
+            precision,
+            "--json",
+            "--model",
+            path(&dir.path().join("f16")),
+            path(&pictures),
+        ]);
+        assert_success(&output);
+        stdout(&output)
+            .lines()
+            .map(|line| {
+                serde_json::from_str::<Value>(line).unwrap()["probabilities"]["cat"]
+                    .as_f64()
+                    .unwrap()
+            })
+            .collect()
+    };
+    let (half, full) = (answers("f16"), answers("f32"));
+    assert_eq!(half.len(), 8);
+    for (h, f) in half.iter().zip(&full) {
+        assert!((h - f).abs() < 0.02, "f16 {half:?}, f32 {full:?}");
+    }
+}
+
 #[test]
 fn predict_reports_a_bad_photo_and_still_predicts_the_others() {
     let dir = tempfile::tempdir().unwrap();

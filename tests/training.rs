@@ -526,14 +526,14 @@ fn train_refuses_options_it_cannot_use() {
     assert!(!options.out.exists(), "nothing is written before the check");
 }
 
-/// The patched burn crates in vendor/ are the ones compiled in: a version bump in Cargo.toml
+/// The patched crates in vendor/ are the ones compiled in: a version bump in Cargo.toml
 /// would leave the patch unused (cargo only warns), and Cargo.lock would then name the
 /// registry's crate instead.
 #[test]
 fn the_vendored_burn_crates_are_the_ones_compiled_in() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let lock = std::fs::read_to_string(root.join("Cargo.lock")).unwrap();
-    for name in ["burn-flex", "burn-optim"] {
+    for name in ["burn-flex", "burn-optim", "cubecl-wgpu"] {
         let manifest =
             std::fs::read_to_string(root.join("vendor").join(name).join("Cargo.toml")).unwrap();
         let version = manifest

@@ -8,7 +8,7 @@ use clap::Args;
 
 use crate::bench::{self, BenchSettings};
 use crate::chart;
-use crate::device::{self, Backend, BackendChoice, BackendKind};
+use crate::device::{self, Backend, BackendChoice, BackendKind, Precision};
 use crate::fs::write_atomically;
 use crate::output::{self, TerminalBenchProgress};
 
@@ -16,6 +16,7 @@ use crate::output::{self, TerminalBenchProgress};
 #[command(after_help = "Examples:\n  \
     catdog bench\n  \
     catdog bench --backends wgpu,flex --image-size 128 --chart bench.svg\n  \
+    catdog bench --backends gpu,cpu --batch-size 32,128,512 --data-on-device\n  \
     catdog bench --data ~/Pictures/pets --json > bench.json")]
 pub struct BenchArgs {
     /// Backends to measure, comma-separated [default: wgpu if there is a GPU, flex, ndarray]
@@ -25,10 +26,19 @@ pub struct BenchArgs {
     #[arg(long, value_name = "PX", default_value_t = defaults().image_size,
           value_parser = clap::value_parser!(u32).range(16..=1024))]
     pub image_size: u32,
-    /// Photos per step.
-    #[arg(long, default_value_t = defaults().batch_size as u32,
+    /// Photos per step; a comma-separated list measures each, and the table marks every
+    /// backend's best.
+    #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = "32",
           value_parser = clap::value_parser!(u32).range(1..=4096))]
-    pub batch_size: u32,
+    pub batch_size: Vec<u32>,
+    /// Upload the batches once and keep them on the device, so that the figures are the
+    /// device's alone (by default each step makes its batch on the host and uploads it, as
+    /// training does).
+    #[arg(long)]
+    pub data_on_device: bool,
+    /// The float type the GPU computes in; the CPU backends compute in f32 only.
+    #[arg(long, value_enum, default_value_t = Precision::F32)]
+    pub precision: Precision,
     /// Also time decoding these photos, and training on them straight from disk.
     #[arg(long, value_name = "DIR")]
     pub data: Option<PathBuf>,
@@ -73,9 +83,17 @@ pub(super) fn run(args: BenchArgs) -> Result<ExitCode> {
     let mut backends: Vec<Backend> = Vec::new();
     for choice in choices {
         let selection = device::select(choice)?;
-        let backend = selection.backend;
+        let mut backend = selection.backend;
         if !backends.iter().any(|b| b.kind == backend.kind) {
+            if backend.kind != BackendKind::Wgpu && args.precision != Precision::F32 {
+                eprintln!(
+                    "bench: {} computes in f32 only; --precision {} applies to wgpu",
+                    backend.kind,
+                    args.precision.name()
+                );
+            }
             if backend.kind == BackendKind::Wgpu {
+                backend.set_precision(args.precision)?;
                 eprintln!(
                     "bench: wgpu on {}. {}",
                     backend.device_name, selection.reason
@@ -86,7 +104,8 @@ pub(super) fn run(args: BenchArgs) -> Result<ExitCode> {
     }
     let settings = BenchSettings {
         image_size: args.image_size,
-        batch_size: args.batch_size as usize,
+        batch_sizes: args.batch_size.iter().map(|&b| b as usize).collect(),
+        data_on_device: args.data_on_device,
         seconds: args.seconds,
         repeats: args.repeats as usize,
         warmup_steps: args.warmup_steps as usize,

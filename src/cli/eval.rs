@@ -7,7 +7,7 @@ use anyhow::Result;
 use clap::Args;
 
 use super::with_default;
-use crate::device::{self, BackendChoice};
+use crate::device::{BackendChoice, Precision};
 use crate::inference::{
     Photos, Predictor, check_contact_sheet_path, evaluate_folder, held_out_photos,
     write_contact_sheet,
@@ -31,6 +31,9 @@ pub struct EvalArgs {
     /// Where to compute.
     #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
     pub backend: BackendChoice,
+    /// The float type the GPU computes in.
+    #[arg(long, value_enum, default_value_t = Precision::F32)]
+    pub precision: Precision,
     /// How many of the most confidently wrong photos to list.
     #[arg(long, value_name = "N", default_value_t = 10)]
     pub worst: usize,
@@ -65,8 +68,8 @@ pub(super) fn run(args: EvalArgs) -> Result<ExitCode> {
     if let Some(sheet) = &args.mistakes {
         check_contact_sheet_path(sheet)?;
     }
-    let selection = device::select(args.backend)?;
-    let predictor = Predictor::load(&args.model, &selection.backend)?.with_flip(args.flip);
+    let backend = super::open_backend(args.backend, args.precision)?;
+    let predictor = Predictor::load(&args.model, &backend)?.with_flip(args.flip);
     let subset = if args.held_out {
         let fallback = (defaults().val_split, defaults().settings.seed);
         held_out_photos(predictor.info(), args.val_split, args.seed, fallback)?

@@ -13,7 +13,10 @@ mod values;
 use std::fmt::Display;
 use std::process::ExitCode;
 
+use anyhow::Result;
 use clap::{Parser, Subcommand};
+
+use crate::device::{self, Backend, BackendChoice, Precision};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -77,4 +80,11 @@ pub fn main() -> ExitCode {
 /// Help for a flag whose default is the library's: `"TEXT [default: VALUE]"`.
 fn with_default(text: &str, value: impl Display) -> String {
     format!("{text} [default: {value}]")
+}
+
+/// `--backend` opened, computing in `--precision`.
+fn open_backend(choice: BackendChoice, precision: Precision) -> Result<Backend> {
+    let mut backend = device::select(choice)?.backend;
+    backend.set_precision(precision)?;
+    Ok(backend)
 }

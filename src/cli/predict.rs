@@ -7,7 +7,7 @@ use anyhow::{Result, bail};
 use clap::Args;
 
 use crate::data::photos_in;
-use crate::device::{self, BackendChoice};
+use crate::device::{BackendChoice, Precision};
 use crate::inference::Predictor;
 use crate::output;
 use crate::training::TrainOptions;
@@ -27,6 +27,9 @@ pub struct PredictArgs {
     /// Where to compute; any backend runs a model trained on any other.
     #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
     pub backend: BackendChoice,
+    /// The float type the GPU computes in.
+    #[arg(long, value_enum, default_value_t = Precision::F32)]
+    pub precision: Precision,
     /// Average each photo's prediction with its mirror image's (twice the work).
     #[arg(long)]
     pub flip: bool,
@@ -48,8 +51,8 @@ pub(super) fn run(args: PredictArgs) -> Result<ExitCode> {
             photos.push(path.clone());
         }
     }
-    let selection = device::select(args.backend)?;
-    let predictor = Predictor::load(&args.model, &selection.backend)?.with_flip(args.flip);
+    let backend = super::open_backend(args.backend, args.precision)?;
+    let predictor = Predictor::load(&args.model, &backend)?.with_flip(args.flip);
     let width = photos
         .iter()
         .map(|p| p.display().to_string().chars().count())

@@ -7,7 +7,7 @@ use anyhow::Result;
 use clap::Args;
 
 use super::with_default;
-use crate::device::{self, BackendChoice};
+use crate::device::{self, BackendChoice, Precision};
 use crate::output::{self, TerminalProgress};
 use crate::training::{self, Schedule, TrainOptions, TrainOutcome, TrainRequest};
 
@@ -32,6 +32,9 @@ pub struct TrainArgs {
     /// Where to compute: auto picks the GPU when there is a real one.
     #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
     pub backend: BackendChoice,
+    /// The float type the GPU trains in; the model is saved in f32 either way [default: f32]
+    #[arg(long, value_enum)]
+    pub precision: Option<Precision>,
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..),
           help = with_default("Passes over the training photos", defaults().settings.epochs))]
     pub epochs: Option<u32>,
@@ -110,6 +113,7 @@ impl TrainArgs {
             augment: self.augment,
             dropout: self.dropout,
             label_smoothing: self.label_smoothing,
+            precision: self.precision,
             out: self.out.clone(),
             resume: self.resume,
         }

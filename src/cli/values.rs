@@ -3,7 +3,7 @@
 use clap::ValueEnum;
 use clap::builder::PossibleValue;
 
-use crate::device::BackendChoice;
+use crate::device::{BackendChoice, Precision};
 use crate::training::Schedule;
 
 impl ValueEnum for BackendChoice {
@@ -19,6 +19,16 @@ impl ValueEnum for BackendChoice {
 impl ValueEnum for Schedule {
     fn value_variants<'a>() -> &'a [Self] {
         &Schedule::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(self.name()).help(self.help()))
+    }
+}
+
+impl ValueEnum for Precision {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Precision::ALL
     }
 
     fn to_possible_value(&self) -> Option<PossibleValue> {

@@ -86,13 +86,42 @@ impl HostBatch {
         self.labels.len()
     }
 
-    /// The images and labels as tensors on `device`.
-    pub fn into_device(self, device: &Device) -> (Tensor<4>, Tensor<1, Int>) {
+    /// The batch as tensors on `device`.
+    pub fn upload(self, device: &Device) -> DeviceBatch {
         let count = self.labels.len();
-        (
-            Tensor::from_data(self.images, device),
-            Tensor::from_data(TensorData::new(self.labels, [count]), device),
-        )
+        DeviceBatch {
+            images: images_on(self.images, device),
+            labels: Tensor::from_data(TensorData::new(self.labels.clone(), [count]), device),
+            expected: self.labels,
+        }
+    }
+}
+
+/// `images` as a tensor in `device`'s float type (`--precision`): `from_data` converts f32
+/// pixels to f16 on a device computing in f16, but keeps them f32 on one computing in flex32,
+/// whose weights then refuse them.
+pub(crate) fn images_on(images: TensorData, device: &Device) -> Tensor<4> {
+    let tensor = Tensor::from_data(images, device);
+    let dtype = device.settings().float_dtype;
+    if tensor.dtype() == dtype.into() {
+        tensor
+    } else {
+        tensor.cast(dtype)
+    }
+}
+
+/// One batch on a device, and its labels kept on the host to count right answers: what the
+/// bench uploads once to time the device alone.
+#[derive(Clone, Debug)]
+pub struct DeviceBatch {
+    pub images: Tensor<4>,
+    pub labels: Tensor<1, Int>,
+    pub expected: Vec<i64>,
+}
+
+impl DeviceBatch {
+    pub fn len(&self) -> usize {
+        self.expected.len()
     }
 }
 

@@ -12,7 +12,8 @@ use burn::tensor::{Device, DeviceKind};
 use serde::{Deserialize, Serialize};
 
 use super::hardware::{self, GpuAdapter};
-use super::kernels;
+use super::precision::Precision;
+use super::{kernels, missing_gpu};
 
 /// What the user asks for with `--backend`; [`help`](Self::help) says what each one means.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -95,6 +96,36 @@ pub struct Backend {
     pub device_name: String,
     /// The graphics adapter, for wgpu.
     pub adapter: Option<&'static GpuAdapter>,
+    /// What wgpu's kernels are compiled to on it, and what they can use.
+    pub gpu_features: Option<GpuFeatures>,
+    /// The float type it computes in ([`set_precision`](Self::set_precision)).
+    pub precision: Precision,
+}
+
+/// What the GPU runtime compiles its kernels to on an adapter, and what they can use: read
+/// from the runtime itself once it is open, so it is what training will get.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct GpuFeatures {
+    /// "SPIR-V" (Vulkan), "MSL" (Metal) or "WGSL" (the portable fallback).
+    pub compiler: &'static str,
+    /// Cooperative-matrix (tensor-core) instructions in matmuls and convolutions; WGSL has
+    /// none.
+    pub cooperative_matrix: bool,
+    /// Half-precision floats, which `--precision f16` needs.
+    pub f16: bool,
+}
+
+impl GpuFeatures {
+    /// "SPIR-V kernels, cooperative matrix (tensor cores): no, f16: yes".
+    pub fn describe(&self) -> String {
+        let yes_no = |b: bool| if b { "yes" } else { "no" };
+        format!(
+            "{} kernels, cooperative matrix (tensor cores): {}, f16: {}",
+            self.compiler,
+            yes_no(self.cooperative_matrix),
+            yes_no(self.f16)
+        )
+    }
 }
 
 impl Backend {
@@ -197,10 +228,11 @@ fn open(plan: &Plan) -> Result<Backend> {
     }
 }
 
-/// Why there is no GPU to use, in the user's words.
+/// Why there is no GPU to use, in the user's words, with what to try where the machine
+/// shows a cause.
 fn no_gpu_reason() -> String {
     let adapters = hardware::gpu_adapters();
-    if adapters.is_empty() {
+    let found = if adapters.is_empty() {
         "no GPU found (wgpu sees no graphics adapter)".to_string()
     } else {
         let names: Vec<String> = adapters.iter().map(GpuAdapter::describe).collect();
@@ -208,6 +240,12 @@ fn no_gpu_reason() -> String {
             "no hardware GPU found (wgpu sees only {})",
             names.join("; ")
         )
+    };
+    let causes = missing_gpu::explain(&missing_gpu::ThisMachine);
+    if causes.is_empty() {
+        found
+    } else {
+        format!("{found}; {}", causes.join("; "))
     }
 }
 
@@ -245,6 +283,8 @@ pub fn cpu_backend(cpu: CpuBackend) -> Backend {
             hardware::cpu_info().compute_threads
         ),
         adapter: None,
+        gpu_features: None,
+        precision: Precision::F32,
     }
 }
 
@@ -262,9 +302,36 @@ fn wgpu_backend(adapter: &'static GpuAdapter) -> Result<Backend> {
         .map_err(|err| anyhow!("could not open {}: {err}", adapter.describe()))?;
     Ok(Backend {
         kind: BackendKind::Wgpu,
+        gpu_features: gpu_features(&device, adapter),
+        precision: Precision::of(&device),
         device,
         device_name: adapter.describe(),
         adapter: Some(adapter),
+    })
+}
+
+/// Asks the runtime opened on `adapter` which compiler it chose and what it found; `None`
+/// where this build has no such runtime.
+fn gpu_features(device: &Device, adapter: &GpuAdapter) -> Option<GpuFeatures> {
+    use burn::cubecl::wgpu::WgpuDeviceKind;
+    use burn::tensor::wgpu::wgpu::DeviceType;
+    let index = adapter.index_in_type;
+    let kind = match adapter.device_type {
+        DeviceType::DiscreteGpu => WgpuDeviceKind::DiscreteGpu(index),
+        DeviceType::IntegratedGpu => WgpuDeviceKind::IntegratedGpu(index),
+        DeviceType::VirtualGpu => WgpuDeviceKind::VirtualGpu(index),
+        DeviceType::Cpu => WgpuDeviceKind::Cpu,
+        DeviceType::Other => WgpuDeviceKind::DefaultDevice,
+    };
+    let client = burn::cubecl::Device::wgpu(kind).ok()?.client();
+    Some(GpuFeatures {
+        compiler: match client.name() {
+            "wgpu<spirv>" => "SPIR-V",
+            "wgpu<msl>" => "MSL",
+            _ => "WGSL",
+        },
+        cooperative_matrix: !client.properties().features.matmul.cmma.is_empty(),
+        f16: device.supports_dtype(burn::tensor::FloatDType::F16),
     })
 }
 

@@ -45,6 +45,8 @@ pub struct GpuAdapter {
     pub kind: AdapterKind,
     /// The graphics API: Vulkan, Metal, DX12 or GL.
     pub api: String,
+    /// The version of it the driver offers, where wgpu says (Vulkan): "1.3".
+    pub api_version: Option<String>,
     pub driver: String,
     /// Position among the adapters of the same wgpu device type on the same API:
     /// what `DeviceKind::DiscreteGpu(n)` and friends count.
@@ -55,9 +57,17 @@ pub struct GpuAdapter {
 }
 
 impl GpuAdapter {
-    /// "NVIDIA H200 on Vulkan, a discrete GPU".
+    /// "NVIDIA H200 on Vulkan 1.3, a discrete GPU".
     pub fn describe(&self) -> String {
-        format!("{} on {}, {}", self.name, self.api, self.kind.describe())
+        format!(
+            "{} on {}{}, {}",
+            self.name,
+            self.api,
+            self.api_version
+                .as_ref()
+                .map_or_else(String::new, |v| format!(" {v}")),
+            self.kind.describe()
+        )
     }
 }
 
@@ -115,18 +125,18 @@ fn probe(api: wgpu::Backend) -> Vec<GpuAdapter> {
         backends: api.into(),
         ..wgpu::InstanceDescriptor::new_without_display_handle()
     });
-    let infos: Vec<wgpu::AdapterInfo> = pollster::block_on(instance.enumerate_adapters(api.into()))
-        .iter()
-        .map(wgpu::Adapter::get_info)
-        .collect();
+    let adapters = pollster::block_on(instance.enumerate_adapters(api.into()));
+    let infos: Vec<wgpu::AdapterInfo> = adapters.iter().map(wgpu::Adapter::get_info).collect();
     infos
         .iter()
+        .zip(&adapters)
         .enumerate()
-        .map(|(position, info)| GpuAdapter {
+        .map(|(position, (info, adapter))| GpuAdapter {
             name: info.name.clone(),
             vendor: vendor_name(info.vendor),
             kind: adapter_kind(info),
             api: api_name(info.backend).to_string(),
+            api_version: vulkan_version(adapter),
             driver: [info.driver.as_str(), info.driver_info.as_str()]
                 .iter()
                 .filter(|s| !s.is_empty())
@@ -140,6 +150,25 @@ fn probe(api: wgpu::Backend) -> Vec<GpuAdapter> {
             device_type: info.device_type,
         })
         .collect()
+}
+
+/// The Vulkan version the driver offers for `adapter`, "1.3"; `None` on other APIs.
+#[cfg(not(target_vendor = "apple"))]
+fn vulkan_version(adapter: &wgpu::Adapter) -> Option<String> {
+    // SAFETY: the hal adapter is only read while `adapter` keeps it alive.
+    let hal = unsafe { adapter.as_hal::<wgpu::hal::api::Vulkan>() }?;
+    let version = hal.physical_device_capabilities().properties().api_version;
+    // VK_API_VERSION_MAJOR and _MINOR.
+    Some(format!(
+        "{}.{}",
+        (version >> 22) & 0x7f,
+        (version >> 12) & 0x3ff
+    ))
+}
+
+#[cfg(target_vendor = "apple")]
+fn vulkan_version(_adapter: &wgpu::Adapter) -> Option<String> {
+    None
 }
 
 fn adapter_kind(info: &wgpu::AdapterInfo) -> AdapterKind {

@@ -3,13 +3,18 @@
 
 mod allocator;
 mod backend;
+mod failure;
 mod hardware;
 mod kernels;
+mod missing_gpu;
+mod precision;
 
 pub use backend::{
-    Backend, BackendChoice, BackendKind, CpuBackend, Selection, cpu_backend, select,
+    Backend, BackendChoice, BackendKind, CpuBackend, GpuFeatures, Selection, cpu_backend, select,
 };
 pub use hardware::{AdapterKind, GpuAdapter, hardware_gpu};
+pub use precision::Precision;
 
 pub(crate) use backend::{Plan, plan};
+pub(crate) use failure::explain_panic;
 pub(crate) use hardware::{CpuInfo, all_gpu_adapters, cpu_info};

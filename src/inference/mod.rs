@@ -10,7 +10,7 @@ mod predict;
 
 use burn::tensor::{Device, Tensor};
 
-use crate::data::Normalization;
+use crate::data::{Normalization, images_on};
 use crate::model::SmallCnn;
 
 pub use evaluation::evaluate;
@@ -38,22 +38,33 @@ pub(crate) fn log_probabilities(
 ) -> Vec<Vec<f64>> {
     let mut rows = Vec::with_capacity(images.len());
     for chunk in images.chunks(batch.max(1)) {
-        let input: Tensor<4> =
-            Tensor::from_data(normalization.to_chw(chunk.iter().copied(), size), device);
-        if flip {
-            let plain = log_softmax_rows(model.forward(input.clone()));
-            let mirrored = log_softmax_rows(model.forward(input.flip([3])));
-            rows.extend(plain.into_iter().zip(mirrored).map(|(a, b)| {
-                a.iter()
-                    .zip(&b)
-                    .map(|(a, b)| ((a.exp() + b.exp()) / 2.0).ln())
-                    .collect()
-            }));
-        } else {
-            rows.extend(log_softmax_rows(model.forward(input)));
-        }
+        let input = images_on(normalization.to_chw(chunk.iter().copied(), size), device);
+        rows.extend(log_probabilities_on_device(model, input, flip));
     }
     rows
+}
+
+/// [`log_probabilities`] of a batch already on the device, normalised.
+pub(crate) fn log_probabilities_on_device(
+    model: &SmallCnn,
+    input: Tensor<4>,
+    flip: bool,
+) -> Vec<Vec<f64>> {
+    if !flip {
+        return log_softmax_rows(model.forward(input));
+    }
+    let plain = log_softmax_rows(model.forward(input.clone()));
+    let mirrored = log_softmax_rows(model.forward(input.flip([3])));
+    plain
+        .into_iter()
+        .zip(mirrored)
+        .map(|(a, b)| {
+            a.iter()
+                .zip(&b)
+                .map(|(a, b)| ((a.exp() + b.exp()) / 2.0).ln())
+                .collect()
+        })
+        .collect()
 }
 
 /// Class probabilities of `images` (each `size × size × 3` bytes), sent to the device as one

@@ -32,6 +32,7 @@ pub struct Predictor {
 impl Predictor {
     /// Loads the model folder `dir` onto `backend`, whichever backend trained it.
     pub fn load(dir: &Path, backend: &Backend) -> Result<Predictor> {
+        backend.precision.check_storable("load a model")?;
         let (model, info) = model::load(dir, &backend.device)?;
         Ok(Predictor {
             model,

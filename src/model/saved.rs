@@ -11,8 +11,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail, ensure};
-use burn::store::{ModuleSnapshot, SafetensorsStore};
-use burn::tensor::Device;
+use burn::store::{FloatCastAdapter, ModuleSnapshot, SafetensorsStore};
+use burn::tensor::{DType, Device};
 use serde::{Deserialize, Serialize};
 
 use super::{ARCHITECTURE, SmallCnn, check_description};
@@ -82,9 +82,11 @@ pub fn save(dir: &Path, model: &SmallCnn, info: &ModelInfo) -> Result<()> {
         .with_context(|| format!("cannot create model folder {}", dir.display()))?;
     // One metadata entry instead of burn's three, which it keeps in a HashMap and so writes
     // in a random order: the same weights then always give the same file.
+    // f32 whatever precision trained it.
     let mut store = SafetensorsStore::from_bytes(None)
         .clear_metadata()
-        .metadata("producer", concat!("catdog ", env!("CARGO_PKG_VERSION")));
+        .metadata("producer", concat!("catdog ", env!("CARGO_PKG_VERSION")))
+        .with_to_adapter(FloatCastAdapter::to(DType::F32));
     model
         .save_into(&mut store)
         .map_err(|err| anyhow::anyhow!("cannot serialise the weights: {err}"))?;
@@ -132,7 +134,9 @@ pub(crate) fn load(dir: &Path, device: &Device) -> Result<(SmallCnn, ModelInfo)>
     let weights = read_checked(&weights_path, expected, &info_path)?;
 
     let mut model = SmallCnn::new(info.classes.len(), 0.0, device);
-    let mut store = SafetensorsStore::from_bytes(Some(weights));
+    // In the device's float type (`--precision`): a loaded tensor keeps the file's otherwise.
+    let mut store = SafetensorsStore::from_bytes(Some(weights))
+        .with_from_adapter(FloatCastAdapter::to(device.settings().float_dtype.into()));
     let applied = model.load_from(&mut store).map_err(|err| {
         anyhow::anyhow!(
             "{} does not fit the {ARCHITECTURE} for {} classes that {} describes: {err}",

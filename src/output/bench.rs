@@ -1,46 +1,89 @@
 //! `catdog bench`'s results: a table with the article's comparison, Markdown, a bar chart.
 
 use super::duration::{EPOCHS, KAGGLE_PHOTOS, training_time};
-use crate::bench::{BenchReport, Measurement};
+use crate::bench::{BackendRun, BenchReport, Measurement};
 use crate::chart::{BarChart, BarGroup, format_number};
-use crate::device::BackendKind;
+use crate::device::{BackendKind, Precision};
 
-/// The bench table, as rows of cells: backend, device, train, infer, and the speed-ups.
+/// The bench table, as rows of cells: backend, device, batch, train, infer, and the speed-ups
+/// over the CPU backends at the same batch size. With several batch sizes, each backend's
+/// best training figure is marked "★ best".
 fn bench_rows(report: &BenchReport) -> (Vec<&'static str>, Vec<Vec<String>>) {
     let header = vec![
         "backend",
         "device",
+        "batch",
         "train photos/s",
         "infer photos/s",
         "× slowest CPU",
         "× fastest CPU",
     ];
-    let cpu_rates: Vec<f64> = report
-        .runs
-        .iter()
-        .filter(|r| r.backend != BackendKind::Wgpu)
-        .map(|r| r.train_images_per_sec)
-        .collect();
-    let slowest = cpu_rates.iter().copied().reduce(f64::min);
-    let fastest = cpu_rates.iter().copied().reduce(f64::max);
-    let ratio = |base: Option<f64>, rate: f64| {
-        base.map_or("-".to_string(), |b| format!("{:.1}×", rate / b))
-    };
+    let several = report.settings.batch_sizes.len() > 1;
     let rows = report
         .runs
         .iter()
         .map(|run| {
+            let cpu_rates: Vec<f64> = report
+                .runs
+                .iter()
+                .filter(|r| r.backend != BackendKind::Wgpu && r.batch_size == run.batch_size)
+                .map(|r| r.train_images_per_sec)
+                .collect();
+            let ratio = |base: Option<f64>| {
+                base.map_or("-".to_string(), |b| {
+                    format!("{:.1}×", run.train_images_per_sec / b)
+                })
+            };
+            let is_best = several && std::ptr::eq(best_run(report, run.backend), run);
             vec![
-                run.backend.to_string(),
+                match run.precision {
+                    Precision::F32 => run.backend.to_string(),
+                    other => format!("{} {}", run.backend, other.name()),
+                },
                 run.device.clone(),
-                with_spread(&run.train),
+                run.batch_size.to_string(),
+                format!(
+                    "{}{}",
+                    with_spread(&run.train),
+                    if is_best { " ★ best" } else { "" }
+                ),
                 with_spread(&run.infer),
-                ratio(slowest, run.train_images_per_sec),
-                ratio(fastest, run.train_images_per_sec),
+                ratio(cpu_rates.iter().copied().reduce(f64::min)),
+                ratio(cpu_rates.iter().copied().reduce(f64::max)),
             ]
         })
         .collect();
     (header, rows)
+}
+
+/// `backend`'s run with the most training photos per second, over every batch size.
+fn best_run(report: &BenchReport, backend: BackendKind) -> &BackendRun {
+    report
+        .runs
+        .iter()
+        .filter(|r| r.backend == backend)
+        .max_by(|a, b| a.train_images_per_sec.total_cmp(&b.train_images_per_sec))
+        .expect("every backend measured has a run")
+}
+
+/// Each backend once, in the order measured: its best run.
+fn best_runs(report: &BenchReport) -> Vec<&BackendRun> {
+    let mut backends: Vec<BackendKind> = Vec::new();
+    for run in &report.runs {
+        if !backends.contains(&run.backend) {
+            backends.push(run.backend);
+        }
+    }
+    backends.into_iter().map(|b| best_run(report, b)).collect()
+}
+
+/// "batch 32", "batches 32, 128, 512".
+fn batch_sizes(sizes: &[usize]) -> String {
+    let list: Vec<String> = sizes.iter().map(usize::to_string).collect();
+    match list.len() {
+        1 => format!("batch {}", list[0]),
+        _ => format!("batches {}", list.join(", ")),
+    }
 }
 
 /// "183 (180–185)": the median, and the range of the windows.
@@ -75,12 +118,18 @@ pub fn bench_text(report: &BenchReport) -> String {
     };
     let settings = &report.settings;
     let mut out = format!(
-        "SmallCnn, {} px, batch {}, median of {} windows of ≥ {} s (min–max); CPU backends on {} threads\n",
+        "SmallCnn, {} px, {}, median of {} windows of ≥ {} s (min–max); CPU backends on {} \
+         threads; {}\n",
         settings.image_size,
-        settings.batch_size,
+        batch_sizes(&settings.batch_sizes),
         settings.repeats,
         settings.seconds,
-        report.machine.cpu.compute_threads
+        report.machine.cpu.compute_threads,
+        if settings.data_on_device {
+            "batches uploaded once and kept on the device (--data-on-device)"
+        } else {
+            "each step makes its batch on the host and uploads it, as training does"
+        }
     );
     out.push_str(&line(header.iter().map(|h| h.to_string()).collect()));
     out.push('\n');
@@ -91,7 +140,12 @@ pub fn bench_text(report: &BenchReport) -> String {
     let warmups: Vec<String> = report
         .runs
         .iter()
-        .map(|run| format!("{} {:.1} s", run.backend, run.warmup_seconds))
+        .map(|run| {
+            format!(
+                "{} at batch {} {:.1} s",
+                run.backend, run.batch_size, run.warmup_seconds
+            )
+        })
         .collect();
     out.push_str(&format!(
         "Warm-up, untimed ({} steps; wgpu compiles and tunes its kernels then, once per \
@@ -104,10 +158,11 @@ pub fn bench_text(report: &BenchReport) -> String {
             (&run.decode, &run.cached_batches, &run.end_to_end_train)
         {
             out.push_str(&format!(
-                "{}: decode + resize {} photos/s; augmented batches from the pixel cache {} \
+                "{} at batch {}: decode + resize {} photos/s; augmented batches from the pixel cache {} \
                  photos/s; training as `catdog train --augment` does (cache, prefetch, \
                  augmentation) {} photos/s, against {} on ready batches\n",
                 run.backend,
+                run.batch_size,
                 with_spread(decode),
                 with_spread(cached),
                 with_spread(e2e),
@@ -135,25 +190,32 @@ pub fn bench_text(report: &BenchReport) -> String {
 }
 
 /// What the measured speeds mean in waiting time, beside the article's "ready in 10 minutes"
-/// or "in 3 days".
+/// or "in 3 days": each backend at its best batch size.
 fn waiting_times(report: &BenchReport) -> String {
-    let times: Vec<String> = report
-        .runs
-        .iter()
+    let times: Vec<String> = best_runs(report)
+        .into_iter()
         .map(|run| {
             format!(
-                "{} {}",
+                "{} {}{}",
                 run.backend,
-                training_time(KAGGLE_PHOTOS, EPOCHS, run.train_images_per_sec)
+                training_time(KAGGLE_PHOTOS, EPOCHS, run.train_images_per_sec),
+                if report.settings.batch_sizes.len() > 1 {
+                    format!(" (batch {})", run.batch_size)
+                } else {
+                    String::new()
+                }
             )
         })
         .collect();
     format!(
-        "At these training speeds ({} px, batch {}), {EPOCHS} epochs over the {} photos of the \
+        "At these training speeds ({} px, {}), {EPOCHS} epochs over the {} photos of the \
          Kaggle set take: {} (the article: \"ready in 10 minutes\" on a GPU, \"in 3 days\" on \
          a CPU).",
         report.settings.image_size,
-        report.settings.batch_size,
+        match report.settings.batch_sizes.len() {
+            1 => batch_sizes(&report.settings.batch_sizes),
+            _ => "each at its best batch size".to_string(),
+        },
         format_number(KAGGLE_PHOTOS as f64),
         times.join(", ")
     )
@@ -174,8 +236,9 @@ pub fn bench_markdown(report: &BenchReport) -> String {
 pub fn bench_chart(report: &BenchReport) -> BarChart {
     BarChart {
         title: format!(
-            "SmallCnn photos per second, {} px, batch {}",
-            report.settings.image_size, report.settings.batch_size
+            "SmallCnn photos per second, {} px, {}",
+            report.settings.image_size,
+            batch_sizes(&report.settings.batch_sizes)
         ),
         y_label: "photos per second".to_string(),
         series: vec!["training".to_string(), "inference".to_string()],
@@ -183,58 +246,94 @@ pub fn bench_chart(report: &BenchReport) -> BarChart {
             .runs
             .iter()
             .map(|run| BarGroup {
-                label: run.backend.to_string(),
+                label: if report.settings.batch_sizes.len() > 1 {
+                    format!("{} b{}", run.backend, run.batch_size)
+                } else {
+                    run.backend.to_string()
+                },
                 values: vec![run.train_images_per_sec, run.infer_images_per_sec],
             })
             .collect(),
     }
 }
 
-/// One plain sentence setting this machine's training figures beside the article's.
-pub fn article_comparison(report: &BenchReport) -> String {
+/// Plain sentences setting this machine's training figures beside the article's: at the
+/// first batch size measured, every backend alike; with several, also each at its best.
+fn article_comparison(report: &BenchReport) -> String {
     let article = "The article: CPU ≈ 10, GPU ≈ 1,000 photos/s (100×).";
-    let cpu = report
+    let first = report.settings.batch_sizes[0];
+    let same_batch: Vec<&BackendRun> = report
         .runs
+        .iter()
+        .filter(|r| r.batch_size == first)
+        .collect();
+    let mut out = format!(
+        "{article} This machine at batch {first}: {}",
+        compare(&same_batch, false)
+    );
+    if report.settings.batch_sizes.len() > 1 {
+        out.push_str(&format!(
+            " Each at its best batch size: {}",
+            compare(&best_runs(report), true)
+        ));
+    }
+    out
+}
+
+/// The fastest CPU backend of `runs` against its hardware GPU, in one sentence.
+fn compare(runs: &[&BackendRun], name_batches: bool) -> String {
+    let batch = |run: &BackendRun| {
+        if name_batches {
+            format!(", batch {}", run.batch_size)
+        } else {
+            String::new()
+        }
+    };
+    let cpu = runs
         .iter()
         .filter(|r| r.backend != BackendKind::Wgpu)
         .max_by(|a, b| a.train_images_per_sec.total_cmp(&b.train_images_per_sec));
-    let gpu = report.runs.iter().find(|r| r.hardware_gpu);
-    let software = report
-        .runs
+    let gpu = runs.iter().find(|r| r.hardware_gpu);
+    let software = runs
         .iter()
         .find(|r| r.backend == BackendKind::Wgpu && !r.hardware_gpu);
-    let machine = match (cpu, gpu) {
+    let software_note = |before: &str| {
+        software.map_or(String::new(), |s| {
+            format!(
+                " ({before} {}: {} photos/s{})",
+                s.device,
+                format_number(s.train_images_per_sec),
+                batch(s)
+            )
+        })
+    };
+    match (cpu, gpu) {
         (Some(cpu), Some(gpu)) => format!(
-            "This machine: CPU {} photos/s ({}), GPU {} photos/s ({}): the GPU is {:.0}× faster.",
+            "CPU {} photos/s ({}{}), GPU {} photos/s ({}{}): the GPU is {:.0}× faster.",
             format_number(cpu.train_images_per_sec),
             cpu.backend,
+            batch(cpu),
             format_number(gpu.train_images_per_sec),
             gpu.device,
+            batch(gpu),
             gpu.train_images_per_sec / cpu.train_images_per_sec
         ),
         (None, Some(gpu)) => format!(
-            "This machine: GPU {} photos/s ({}); add --backends flex to compare the CPU.",
+            "GPU {} photos/s ({}{}); add --backends flex to compare the CPU.",
             format_number(gpu.train_images_per_sec),
-            gpu.device
+            gpu.device,
+            batch(gpu)
         ),
         (Some(cpu), None) => format!(
-            "This machine: CPU {} photos/s ({}), and no hardware GPU to compare with{}.",
+            "CPU {} photos/s ({}{}), and no hardware GPU to compare with{}.",
             format_number(cpu.train_images_per_sec),
             cpu.backend,
-            software.map_or(String::new(), |s| format!(
-                " (wgpu on {} is a software rasterizer on the same CPU: {} photos/s)",
-                s.device,
-                format_number(s.train_images_per_sec)
-            ))
+            batch(cpu),
+            software_note("wgpu on a software rasterizer on the same CPU,")
         ),
         (None, None) => format!(
-            "This machine: no CPU backend and no hardware GPU were measured{}.",
-            software.map_or(String::new(), |s| format!(
-                " (wgpu on the software rasterizer {}: {} photos/s)",
-                s.device,
-                format_number(s.train_images_per_sec)
-            ))
+            "no CPU backend and no hardware GPU were measured{}.",
+            software_note("wgpu on the software rasterizer")
         ),
-    };
-    format!("{article} {machine}")
+    }
 }

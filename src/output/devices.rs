@@ -2,10 +2,18 @@
 
 use serde_json::{Value, json};
 
-use crate::device::{CpuInfo, GpuAdapter, Plan};
+use crate::device::{Backend, CpuInfo, GpuAdapter, Plan};
+
+/// The adapter `--backend wgpu` opened, or why it would not open.
+pub type OpenedGpu = Result<Backend, String>;
 
 /// `catdog devices`: the CPU, every adapter wgpu sees, and what `--backend auto` picks.
-pub fn devices_text(cpu: &CpuInfo, adapters: &[&GpuAdapter], auto: &Plan) -> String {
+pub fn devices_text(
+    cpu: &CpuInfo,
+    adapters: &[&GpuAdapter],
+    auto: &Plan,
+    wgpu: Option<&OpenedGpu>,
+) -> String {
     let mut out = format!(
         "CPU: {}, {} cores, {} threads (the CPU backends compute on {}), {:.1} GiB memory\n",
         cpu.model,
@@ -36,6 +44,19 @@ pub fn devices_text(cpu: &CpuInfo, adapters: &[&GpuAdapter], auto: &Plan) -> Str
             out.push_str("No hardware GPU: only software rasterizers, which run on the CPU.\n");
         }
     }
+    match wgpu {
+        Some(Ok(backend)) => {
+            if let Some(features) = &backend.gpu_features {
+                out.push_str(&format!(
+                    "--backend wgpu opens {}: {}.\n",
+                    backend.device_name,
+                    features.describe()
+                ));
+            }
+        }
+        Some(Err(err)) => out.push_str(&format!("--backend wgpu fails: {err}\n")),
+        None => {}
+    }
     out.push_str(&format!(
         "--backend auto uses {}. {}",
         auto.kind, auto.reason
@@ -44,11 +65,24 @@ pub fn devices_text(cpu: &CpuInfo, adapters: &[&GpuAdapter], auto: &Plan) -> Str
 }
 
 /// `catdog devices --json`.
-pub fn devices_json(cpu: &CpuInfo, adapters: &[&GpuAdapter], auto: &Plan) -> Value {
+pub fn devices_json(
+    cpu: &CpuInfo,
+    adapters: &[&GpuAdapter],
+    auto: &Plan,
+    wgpu: Option<&OpenedGpu>,
+) -> Value {
+    let wgpu = match wgpu {
+        Some(Ok(backend)) => {
+            json!({"device": backend.device_name, "features": backend.gpu_features})
+        }
+        Some(Err(err)) => json!({"error": err}),
+        None => Value::Null,
+    };
     json!({
         "cpu": cpu,
         "gpus": adapters,
         "hardware_gpu": adapters.iter().any(|a| a.kind.is_hardware()),
         "auto": {"backend": auto.kind, "reason": auto.reason},
+        "wgpu": wgpu,
     })
 }

@@ -5,6 +5,7 @@ use serde_json::{Value, json};
 use super::duration::{EPOCHS, KAGGLE_PHOTOS, human_duration, training_time};
 use super::lossy;
 use crate::chart::format_number;
+use crate::device::Precision;
 use crate::training::TrainReport;
 
 /// The human summary of a training run.
@@ -59,7 +60,7 @@ pub fn train_summary(report: &TrainReport) -> String {
         training_time(KAGGLE_PHOTOS, EPOCHS, report.images_per_sec())
     );
     format!(
-        "Trained on {} photos of {} from {}{skipped}, {} epochs, backend {} on {}.\n\
+        "Trained on {} photos of {} from {}{skipped}, {} epochs, backend {} on {}{}.\n\
          {decode}Training ran at {speed}.\n\
          {waiting}\n\
          {which}{accuracy}.\n\
@@ -70,6 +71,10 @@ pub fn train_summary(report: &TrainReport) -> String {
         report.epochs.len(),
         report.backend.kind,
         report.backend.device_name,
+        match report.backend.precision {
+            Precision::F32 => String::new(),
+            other => format!(", in {} (the model is saved in f32)", other.name()),
+        },
         report.model_dir.display(),
         report.model_dir.display(),
     )
@@ -81,6 +86,7 @@ pub fn train_json(report: &TrainReport) -> Value {
     json!({
         "backend": report.backend.kind,
         "device": report.backend.device_name,
+        "precision": report.backend.precision,
         "epochs": report.epochs.len(),
         "kept_epoch": kept.epoch,
         "train_images_per_sec": report.images_per_sec(),

@@ -204,6 +204,7 @@ mod tests {
             image_size: 16,
             val_split: 0.1,
             fit: crate::training::FitSettings::default(),
+            precision: crate::device::Precision::F32,
             classes: vec!["cat".into(), "dog".into()],
             data_fingerprint: "test".into(),
         }

@@ -238,7 +238,10 @@ fn run_epoch(
                     .schedule
                     .learning_rate(settings.learning_rate, step, total_steps);
             state.trainer.seed_step(step);
-            let Step { loss, correct } = state.trainer.step(batch, learning_rate);
+            let Step { loss, correct } = state
+                .trainer
+                .step(batch, learning_rate)
+                .with_context(|| format!("training stopped in epoch {epoch}, batch {}", i + 1))?;
             if !loss.is_finite() {
                 bail!(
                     "the loss became {loss} in epoch {epoch}: training diverged; \

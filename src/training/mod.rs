@@ -123,6 +123,10 @@ pub fn train(
     progress: &mut dyn TrainProgress,
 ) -> Result<TrainOutcome> {
     options.check()?;
+    options.precision.check_storable("train a model")?;
+    let mut backend = backend.clone();
+    backend.set_precision(options.precision)?;
+    let backend = &backend;
     let (_lock, took_over) = OutFolder::claim(&options.out, room_needed(backend))?;
     if let Some(line) = took_over {
         progress.note(&line);

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use super::schedule::Schedule;
 use super::settings::{FitSettings, TrainOptions};
+use crate::device::Precision;
 
 /// The settings given on the command line, each `None` (or `false`) where its flag was not.
 #[derive(Clone, Debug, Default)]
@@ -23,6 +24,7 @@ pub struct TrainRequest {
     pub augment: bool,
     pub dropout: Option<f64>,
     pub label_smoothing: Option<f64>,
+    pub precision: Option<Precision>,
     pub out: PathBuf,
     pub resume: bool,
 }
@@ -49,6 +51,7 @@ impl TrainRequest {
                 dropout: self.dropout.unwrap_or(fit.dropout),
                 label_smoothing: self.label_smoothing.unwrap_or(fit.label_smoothing),
             },
+            precision: self.precision.unwrap_or(defaults.precision),
             out: self.out.clone(),
             resume: false,
         }

@@ -12,6 +12,7 @@ use super::progress::TrainProgress;
 use super::request::TrainRequest;
 use super::schedule::Schedule;
 use super::settings::{RunSettings, TrainOptions};
+use crate::device::Precision;
 
 impl CheckpointState {
     /// True when every epoch is done, or patience ran out: there is nothing left to resume.
@@ -130,6 +131,11 @@ fn resumed_options(request: &TrainRequest) -> Result<TrainOptions> {
         ),
         differs("--val-split", request.val_split, options.val_split),
         differs("--seed", request.seed, settings.seed),
+        differs(
+            "--precision",
+            request.precision.map(Precision::name),
+            options.precision.name(),
+        ),
         (request.augment && !settings.augment)
             .then(|| "--augment (the run does not augment)".to_string()),
     ]

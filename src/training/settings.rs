@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::schedule::Schedule;
 use crate::data::check_val_split;
+use crate::device::Precision;
 
 /// What `catdog train` is asked to do.
 #[derive(Clone, Debug)]
@@ -19,6 +20,8 @@ pub struct TrainOptions {
     pub image_size: u32,
     pub val_split: f64,
     pub settings: FitSettings,
+    /// The float type the GPU trains in; the saved model is f32 either way.
+    pub precision: Precision,
     /// The model folder to write; it also holds the run's checkpoint.
     pub out: PathBuf,
     /// Continue the run whose checkpoint is in `out` instead of starting afresh.
@@ -33,6 +36,7 @@ impl Default for TrainOptions {
             image_size: 64,
             val_split: 0.1,
             settings: FitSettings::default(),
+            precision: Precision::F32,
             out: PathBuf::from("models/catdog"),
             resume: false,
         }
@@ -48,6 +52,7 @@ impl TrainOptions {
             image_size: run.image_size,
             val_split: run.val_split,
             settings: run.fit.clone(),
+            precision: run.precision,
             out: out.to_path_buf(),
             resume: true,
         }
@@ -160,6 +165,9 @@ pub struct RunSettings {
     pub image_size: u32,
     pub val_split: f64,
     pub fit: FitSettings,
+    /// Absent in checkpoints of runs from before `--precision`, which trained in f32.
+    #[serde(default)]
+    pub precision: Precision,
     pub classes: Vec<String>,
     /// Identifies the exact photos (names, sizes, modification times); see
     /// [`crate::data::Dataset::fingerprint`].
@@ -175,6 +183,7 @@ impl RunSettings {
             image_size: options.image_size,
             val_split: options.val_split,
             fit: options.settings.clone(),
+            precision: options.precision,
             classes: classes.to_vec(),
             data_fingerprint: fingerprint.to_string(),
         }

@@ -5,11 +5,12 @@ use anyhow::{Result, anyhow, bail};
 use burn::module::Module;
 use burn::nn::loss::{CrossEntropyLoss, CrossEntropyLossConfig};
 use burn::optim::{AdamWConfig, GradientsParams, ModuleOptimizer};
-use burn::store::{BurnpackStore, ModuleSnapshot};
-use burn::tensor::{Bytes, Device};
+use burn::store::{BurnpackStore, FloatCastAdapter, ModuleSnapshot};
+use burn::tensor::{Bytes, DType, Device, FloatDType, Tensor};
 
 use super::settings::FitSettings;
-use crate::data::HostBatch;
+use crate::data::{DeviceBatch, HostBatch};
+use crate::device::explain_panic;
 use crate::model::{ARCHITECTURE, SmallCnn};
 
 /// A network being trained with AdamW on cross-entropy: one [`step`](Self::step) is one batch.
@@ -34,7 +35,7 @@ impl Trainer {
         device.seed(settings.seed);
         Trainer {
             model: Some(SmallCnn::new(classes, settings.dropout, &device)),
-            optimizer: adamw(settings.weight_decay),
+            optimizer: adamw(settings.weight_decay, &device),
             loss: training_loss(settings, &device),
             device,
             dropout_seed: dropout_seed(settings),
@@ -52,7 +53,7 @@ impl Trainer {
     ) -> Result<Trainer> {
         // AdamW's moments live beside the gradients, on the device without autodiff; read
         // straight there, not onto burn's default device (vendor/burn-optim/PATCHED.md).
-        let optimizer = adamw(settings.weight_decay)
+        let optimizer = adamw(settings.weight_decay, device)
             .from_bytes_on(Bytes::from_bytes_vec(optimizer), device)
             .map_err(|err| anyhow!("the checkpoint's optimizer state cannot be read: {err}"))?;
         let device = device.clone().autodiff();
@@ -90,7 +91,9 @@ impl Trainer {
         // syncs them, and saving does not: without this, a checkpoint taken mid-epoch (Ctrl-C)
         // lost one update and the resumed run drifted from an uninterrupted one.
         let _ = self.model().valid();
-        let mut store = BurnpackStore::from_bytes(None);
+        // In f32 whatever the precision, as the saved model is.
+        let mut store =
+            BurnpackStore::from_bytes(None).with_to_adapter(FloatCastAdapter::to(DType::F32));
         self.model()
             .save_into(&mut store)
             .map_err(|err| anyhow!("cannot serialise the network: {err}"))?;
@@ -98,6 +101,11 @@ impl Trainer {
             .get_bytes()
             .map_err(|err| anyhow!("cannot serialise the network: {err}"))?;
         Ok(network.to_vec())
+    }
+
+    /// The device the network trains on (with autodiff), where batches go.
+    pub fn device(&self) -> &Device {
+        &self.device
     }
 
     /// The network as trained so far.
@@ -110,16 +118,38 @@ impl Trainer {
     /// Forward, backward and AdamW step on a batch; returns its mean loss and how many photos
     /// the forward pass got right, read back from the device (which waits for the forward
     /// pass to finish).
-    pub fn step(&mut self, batch: HostBatch, learning_rate: f64) -> Step {
-        let expected = batch.labels.clone();
-        let (inputs, labels) = batch.into_device(&self.device);
+    ///
+    /// A device failing (out of memory, lost) is an error saying what to try; the trainer is
+    /// unusable after it.
+    pub fn step(&mut self, batch: HostBatch, learning_rate: f64) -> Result<Step> {
+        let photos = batch.len();
+        explain_panic(photos, || {
+            let batch = batch.upload(&self.device);
+            self.step_unexplained(batch, learning_rate)
+        })
+    }
+
+    /// [`step`](Self::step) on a batch already on [`device`](Self::device).
+    pub fn step_on_device(&mut self, batch: DeviceBatch, learning_rate: f64) -> Result<Step> {
+        let photos = batch.len();
+        explain_panic(photos, || self.step_unexplained(batch, learning_rate))
+    }
+
+    fn step_unexplained(&mut self, batch: DeviceBatch, learning_rate: f64) -> Step {
+        let DeviceBatch {
+            images: inputs,
+            labels,
+            expected,
+        } = batch;
         let model = self
             .model
             .take()
             .expect("the model is back after every step");
         let logits = model.forward(inputs);
         let predicted = logits.clone().argmax(1);
-        let loss = self.loss.forward(logits, labels);
+        // The loss in f32 whatever the network computes in: a mean over a batch of
+        // log-probabilities loses too much in f16.
+        let loss = self.loss.forward(in_f32(logits), labels);
         let loss_value = loss.clone().into_scalar::<f32>() as f64;
         let correct = predicted
             .into_data()
@@ -153,7 +183,8 @@ pub(crate) fn network_from_bytes(
     bytes: Vec<u8>,
 ) -> Result<SmallCnn> {
     let mut network = SmallCnn::new(classes, dropout, device);
-    let mut store = BurnpackStore::from_bytes(Some(Bytes::from_bytes_vec(bytes)));
+    let mut store = BurnpackStore::from_bytes(Some(Bytes::from_bytes_vec(bytes)))
+        .with_from_adapter(FloatCastAdapter::to(device.settings().float_dtype.into()));
     let applied = network
         .load_from(&mut store)
         .map_err(|err| anyhow!("the checkpoint's network cannot be read: {err}"))?;
@@ -181,12 +212,26 @@ fn training_loss(settings: &FitSettings, device: &Device) -> CrossEntropyLoss {
         .init(device)
 }
 
-/// AdamW with PyTorch's epsilon, so that the two are compared on the same optimizer.
-fn adamw(weight_decay: f64) -> ModuleOptimizer {
+/// AdamW with PyTorch's epsilon, so that the two are compared on the same optimizer; in f16,
+/// where 1e-8 rounds to zero and a tiny second moment then blows the step up, 1e-4.
+fn adamw(weight_decay: f64, device: &Device) -> ModuleOptimizer {
+    let epsilon = match device.settings().float_dtype {
+        FloatDType::F16 | FloatDType::BF16 => 1e-4,
+        _ => 1e-8,
+    };
     AdamWConfig::new()
-        .with_epsilon(1e-8)
+        .with_epsilon(epsilon)
         .with_weight_decay(weight_decay as f32)
         .init()
+}
+
+/// `tensor` as f32, cast only where it is not already.
+fn in_f32(tensor: Tensor<2>) -> Tensor<2> {
+    if tensor.dtype() == DType::F32 {
+        tensor
+    } else {
+        tensor.cast(FloatDType::F32)
+    }
 }
 
 #[cfg(test)]

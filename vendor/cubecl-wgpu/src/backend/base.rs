@@ -446,7 +446,10 @@ pub fn register_vulkan_features(
     props: &mut DeviceProperties,
     comp_options: &mut WgpuCompilationOptions,
 ) -> bool {
-    if is_vulkan(adapter) {
+    // catdog patch: a software rasterizer compiles WGSL. lavapipe (Mesa 22.3.6 and 25.0.7,
+    // LLVM 15) segfaults in vkCreateComputePipelines on this crate's SPIR-V matmul kernels;
+    // WGSL runs there, and a CPU gains nothing from cooperative matrices anyway.
+    if is_vulkan(adapter) && adapter.get_info().device_type != wgpu::DeviceType::Cpu {
         vulkan::register_vulkan_features(adapter, props, comp_options)
     } else {
         false

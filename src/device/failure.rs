@@ -1,0 +1,107 @@
+//! A device failing mid-work, explained: burn reports a GPU out of memory or a lost device by
+//! panicking inside its runtime, which would end catdog with a Rust backtrace. [`explain_panic`]
+//! turns such a panic into an error that says what happened and what to try.
+
+use std::cell::Cell;
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::Once;
+
+use anyhow::{Result, anyhow};
+
+thread_local! {
+    /// Set while [`explain_panic`] runs: the panic it catches is reported as an error instead.
+    static QUIET: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `work`; a panic inside it becomes an error explaining it. `batch` is the work's batch
+/// size, which an out-of-memory message suggests lowering.
+pub(crate) fn explain_panic<T>(batch: usize, work: impl FnOnce() -> T) -> Result<T> {
+    static HOOK: Once = Once::new();
+    HOOK.call_once(|| {
+        let default = panic::take_hook();
+        // With RUST_BACKTRACE set, the panic is still printed, for whoever debugs it.
+        let show = std::env::var_os("RUST_BACKTRACE").is_some();
+        panic::set_hook(Box::new(move |info| {
+            if show || !QUIET.get() {
+                default(info);
+            }
+        }));
+    });
+    let was_quiet = QUIET.replace(true);
+    let outcome = panic::catch_unwind(AssertUnwindSafe(work));
+    QUIET.set(was_quiet);
+    outcome.map_err(|payload| {
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or("(no message)");
+        anyhow!(describe(message, batch))
+    })
+}
+
+/// What a panic's message means for the user.
+fn describe(message: &str, batch: usize) -> String {
+    let lower = message.to_lowercase();
+    let first_line = message.lines().next().unwrap_or(message).trim();
+    if [
+        "out of memory",
+        "out of device memory",
+        "out-of-memory",
+        "outofmemory",
+        "buffertoobig",
+    ]
+    .iter()
+    .any(|s| lower.contains(s))
+    {
+        format!(
+            "the device ran out of memory on a batch of {batch} photos ({first_line}): try a \
+             smaller --batch-size, such as {}, or a smaller --image-size",
+            (batch / 2).max(1)
+        )
+    } else if ["device lost", "devicelost", "lost device", "poisoned"]
+        .iter()
+        .any(|s| lower.contains(s))
+    {
+        format!(
+            "the GPU stopped working ({first_line}): its driver reset it or it was lost. Run \
+             catdog again; if it happens again, check the driver (nvidia-smi, `dmesg`), or try \
+             --backend cpu"
+        )
+    } else {
+        format!("the device failed: {message}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn out_of_memory_names_the_batch_and_a_smaller_one() {
+        // The message cubecl's storage gives (`IoError::OutOfMemory` in cubecl-runtime).
+        let err = explain_panic(512, || {
+            panic!("out of device memory allocating 17179869184 bytes\nbacktrace")
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("batch of 512 photos"), "{err}");
+        assert!(err.contains("--batch-size, such as 256"), "{err}");
+        assert!(!err.contains("backtrace"), "{err}");
+    }
+
+    #[test]
+    fn a_lost_device_and_other_panics_are_errors_too() {
+        let lost = explain_panic(32, || {
+            panic!("The device is poisoned\nCaused by: DeviceLost")
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(lost.contains("the GPU stopped working"), "{lost}");
+        let other = explain_panic(32, || panic!("index out of bounds"))
+            .unwrap_err()
+            .to_string();
+        assert!(other.contains("index out of bounds"), "{other}");
+        assert_eq!(explain_panic(32, || 7).unwrap(), 7);
+    }
+}

@@ -1,0 +1,254 @@
+//! Why wgpu reaches no GPU through Vulkan, in the words of what to do about it: the causes
+//! users hit are no Vulkan driver installed, a variable pointing the Vulkan loader at nothing,
+//! a container started without the NVIDIA runtime's graphics part, and WSL2 without a driver.
+//!
+//! The checks read files and variables only, through [`System`], so that each cause can be
+//! tested on a machine that has none of them.
+
+use std::path::{Path, PathBuf};
+
+/// What the checks may look at.
+pub(crate) trait System {
+    fn var(&self, name: &str) -> Option<String>;
+    fn exists(&self, path: &Path) -> bool;
+    /// The `.json` files in a folder (the Vulkan loader's driver manifests).
+    fn json_files(&self, dir: &Path) -> Vec<PathBuf>;
+    fn read(&self, path: &Path) -> Option<String>;
+}
+
+/// This machine.
+pub(crate) struct ThisMachine;
+
+impl System for ThisMachine {
+    fn var(&self, name: &str) -> Option<String> {
+        std::env::var(name).ok().filter(|v| !v.is_empty())
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        path.exists()
+    }
+
+    fn json_files(&self, dir: &Path) -> Vec<PathBuf> {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return Vec::new();
+        };
+        let mut files: Vec<PathBuf> = entries
+            .filter_map(|entry| entry.ok().map(|e| e.path()))
+            .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
+            .collect();
+        files.sort();
+        files
+    }
+
+    fn read(&self, path: &Path) -> Option<String> {
+        std::fs::read_to_string(path).ok()
+    }
+}
+
+/// Where the Vulkan loader looks for driver manifests on Linux, when no variable names them.
+const ICD_FOLDERS: [&str; 4] = [
+    "/etc/vulkan/icd.d",
+    "/usr/local/share/vulkan/icd.d",
+    "/usr/share/vulkan/icd.d",
+    "/usr/local/etc/vulkan/icd.d",
+];
+
+/// Variables that replace the loader's search with a list of manifests.
+const ICD_VARIABLES: [&str; 2] = ["VK_DRIVER_FILES", "VK_ICD_FILENAMES"];
+
+/// Sentences saying why Vulkan shows no GPU here and what to try, most specific first; empty
+/// where nothing explains it. Only Linux (and WSL2) is diagnosed: elsewhere the GPU maker's
+/// driver installer is the whole answer.
+pub(crate) fn explain(system: &dyn System) -> Vec<String> {
+    if !cfg!(target_os = "linux") {
+        return Vec::new();
+    }
+    let mut reasons = Vec::new();
+    let manifests: Vec<PathBuf> = match ICD_VARIABLES
+        .iter()
+        .find_map(|&name| Some((name, system.var(name)?)))
+    {
+        Some((name, list)) => {
+            let named: Vec<PathBuf> = list
+                .split(':')
+                .filter(|p| !p.is_empty())
+                .map(PathBuf::from)
+                .collect();
+            let missing: Vec<String> = named
+                .iter()
+                .filter(|p| !system.exists(p))
+                .map(|p| p.display().to_string())
+                .collect();
+            if !missing.is_empty() {
+                reasons.push(format!(
+                    "{name}={list} tells the Vulkan loader to use only those driver files, \
+                     and {} does not exist: unset {name} (or point it at a file in \
+                     /usr/share/vulkan/icd.d)",
+                    missing.join(", ")
+                ));
+            }
+            named.into_iter().filter(|p| system.exists(p)).collect()
+        }
+        None => ICD_FOLDERS
+            .iter()
+            .flat_map(|dir| system.json_files(Path::new(dir)))
+            .collect(),
+    };
+    let has_manifest = |word: &str| {
+        manifests.iter().any(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().to_lowercase().contains(word))
+        })
+    };
+
+    let nvidia_present = system.exists(Path::new("/dev/nvidia0"))
+        || system.exists(Path::new("/proc/driver/nvidia/version"));
+    if nvidia_present && !has_manifest("nvidia") {
+        let capabilities = system.var("NVIDIA_DRIVER_CAPABILITIES");
+        let in_container = capabilities.is_some()
+            || system.var("NVIDIA_VISIBLE_DEVICES").is_some()
+            || system.exists(Path::new("/.dockerenv"))
+            || system.exists(Path::new("/run/.containerenv"));
+        reasons.push(match capabilities {
+            Some(caps)
+                if !caps
+                    .split(',')
+                    .any(|c| matches!(c.trim(), "all" | "graphics")) =>
+            {
+                format!(
+                    "an NVIDIA GPU is here, but this container was started with \
+                     NVIDIA_DRIVER_CAPABILITIES={caps}, which leaves out the Vulkan driver: \
+                     start it with NVIDIA_DRIVER_CAPABILITIES=all (or add graphics)"
+                )
+            }
+            _ if in_container => "an NVIDIA GPU is here, but its Vulkan driver file \
+                 (nvidia_icd.json) is not: start the container with the NVIDIA runtime and \
+                 NVIDIA_DRIVER_CAPABILITIES=all, or install the driver's Vulkan part \
+                 (libnvidia-gl) in the image"
+                .to_string(),
+            _ => "an NVIDIA GPU is here, but its Vulkan driver file (nvidia_icd.json) is not: \
+                  install the NVIDIA driver's Vulkan part (Debian/Ubuntu: the libnvidia-gl \
+                  package of your driver version)"
+                .to_string(),
+        });
+    }
+
+    let wsl = system.var("WSL_DISTRO_NAME").is_some()
+        || system
+            .read(Path::new("/proc/version"))
+            .is_some_and(|v| v.to_lowercase().contains("microsoft"));
+    if wsl {
+        reasons.push(if system.exists(Path::new("/dev/dxg")) {
+            "this is WSL2, which reaches the GPU through Mesa's Direct3D 12 Vulkan driver \
+             (dozen): install a recent mesa-vulkan-drivers in the distribution"
+                .to_string()
+        } else {
+            "this is WSL2 without GPU access (no /dev/dxg): install the Windows GPU driver \
+             (NVIDIA, AMD or Intel, any recent one supports WSL2) and run `wsl --update`"
+                .to_string()
+        });
+    }
+
+    if manifests.is_empty() && reasons.is_empty() {
+        reasons.push(format!(
+            "no Vulkan driver is installed (no driver file in {}): install your GPU's \
+             Vulkan driver (NVIDIA's driver; Mesa's mesa-vulkan-drivers for AMD and Intel)",
+            ICD_FOLDERS[2]
+        ));
+    }
+    reasons
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    /// A machine made of the given variables and files.
+    #[derive(Default)]
+    struct Fake {
+        vars: HashMap<&'static str, &'static str>,
+        files: HashMap<PathBuf, String>,
+    }
+
+    impl Fake {
+        fn var(mut self, name: &'static str, value: &'static str) -> Self {
+            self.vars.insert(name, value);
+            self
+        }
+        fn file(mut self, path: &str, text: &str) -> Self {
+            self.files.insert(PathBuf::from(path), text.to_string());
+            self
+        }
+    }
+
+    impl System for Fake {
+        fn var(&self, name: &str) -> Option<String> {
+            self.vars.get(name).map(|v| v.to_string())
+        }
+        fn exists(&self, path: &Path) -> bool {
+            self.files.contains_key(path)
+        }
+        fn json_files(&self, dir: &Path) -> Vec<PathBuf> {
+            self.files
+                .keys()
+                .filter(|p| p.parent() == Some(dir) && p.extension().is_some_and(|e| e == "json"))
+                .cloned()
+                .collect()
+        }
+        fn read(&self, path: &Path) -> Option<String> {
+            self.files.get(path).cloned()
+        }
+    }
+
+    fn one(system: &Fake) -> String {
+        let reasons = explain(system);
+        assert_eq!(reasons.len(), 1, "{reasons:?}");
+        reasons[0].clone()
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn each_cause_is_named_with_what_to_do() {
+        let plain = one(&Fake::default());
+        assert!(plain.contains("no Vulkan driver is installed"), "{plain}");
+
+        let pointed = one(&Fake::default()
+            .var("VK_ICD_FILENAMES", "/nowhere/icd.json")
+            .file("/usr/share/vulkan/icd.d/lvp_icd.x86_64.json", "{}"));
+        assert!(
+            pointed.contains("VK_ICD_FILENAMES=/nowhere/icd.json"),
+            "{pointed}"
+        );
+        assert!(pointed.contains("unset VK_ICD_FILENAMES"), "{pointed}");
+
+        let container = one(&Fake::default()
+            .file("/dev/nvidia0", "")
+            .var("NVIDIA_DRIVER_CAPABILITIES", "compute,utility"));
+        assert!(
+            container.contains("NVIDIA_DRIVER_CAPABILITIES=compute,utility"),
+            "{container}"
+        );
+        assert!(
+            container.contains("NVIDIA_DRIVER_CAPABILITIES=all"),
+            "{container}"
+        );
+
+        let no_manifest = one(&Fake::default()
+            .file("/dev/nvidia0", "")
+            .file("/.dockerenv", ""));
+        assert!(no_manifest.contains("nvidia_icd.json"), "{no_manifest}");
+
+        let wsl = one(&Fake::default().file(
+            "/proc/version",
+            "Linux version 5.15.153.1-microsoft-standard-WSL2",
+        ));
+        assert!(wsl.contains("WSL2 without GPU access"), "{wsl}");
+
+        // A working NVIDIA install has nothing to explain.
+        let fine = Fake::default()
+            .file("/dev/nvidia0", "")
+            .file("/usr/share/vulkan/icd.d/nvidia_icd.json", "{}");
+        assert!(explain(&fine).is_empty());
+    }
+}
