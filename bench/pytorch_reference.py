@@ -15,9 +15,16 @@ PyTorch is not needed by catdog itself. To install it:
     python3 -m pip install torch numpy                       # CUDA build on Linux
     python3 -m pip install torch numpy --index-url https://download.pytorch.org/whl/cpu  # CPU only
 
+On CUDA, torch.backends.cudnn.benchmark is on (cuDNN picks its fastest convolutions, as
+catdog's wgpu autotunes its kernels). --amp trains and infers under torch.autocast in float16
+with a GradScaler, PyTorch's usual mixed precision (compare with catdog's --precision f16).
+--data-on-device uploads the batches once, before the clock starts, as catdog's
+--data-on-device does.
+
 Usage:
     python3 bench/pytorch_reference.py [--devices cpu,cuda] [--image-size 64] [--batch-size 32]
                                        [--seconds 3] [--repeats 3] [--warmup-steps 3] [--threads N]
+                                       [--amp] [--data-on-device]
 """
 
 import argparse
@@ -88,24 +95,35 @@ def bench_device(args, device_name):
     batches = [range(i, i + args.batch_size) for i in range(0, len(pictures), args.batch_size)]
     mean = torch.tensor(MEAN, device=device).view(1, 3, 1, 1)
     std = torch.tensor(STD, device=device).view(1, 3, 1, 1)
+    amp = args.amp and device.type == "cuda"
 
-    def batch(indices):
+    def make_batch(indices):
         pixels = torch.from_numpy(pictures[indices.start:indices.stop]).to(device)
         images = (pixels.permute(0, 3, 1, 2).float() / 255.0 - mean) / std
         return images, labels[indices.start:indices.stop].to(device)
 
+    resident = [make_batch(indices) for indices in batches] if args.data_on_device else None
+
+    def batch(number):
+        if resident is not None:
+            return resident[number % len(resident)]
+        return make_batch(batches[number % len(batches)])
+
     model = SmallCnn().to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, eps=1e-8, weight_decay=5e-4)
     loss_fn = nn.CrossEntropyLoss()
+    scaler = torch.amp.GradScaler(device.type, enabled=amp)
     step_count = [0]
 
     def train_step():
         step_count[0] += 1
-        images, targets = batch(batches[step_count[0] % len(batches)])
+        images, targets = batch(step_count[0])
         optimizer.zero_grad(set_to_none=True)
-        loss = loss_fn(model(images), targets)
-        loss.backward()
-        optimizer.step()
+        with torch.autocast(device.type, dtype=torch.float16, enabled=amp):
+            loss = loss_fn(model(images), targets)
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
         loss.item()
         return len(targets)
 
@@ -120,9 +138,9 @@ def bench_device(args, device_name):
 
     def infer_step():
         step_count[0] += 1
-        images, targets = batch(batches[step_count[0] % len(batches)])
-        with torch.no_grad():
-            torch.softmax(model(images), dim=1).cpu()
+        images, targets = batch(step_count[0])
+        with torch.no_grad(), torch.autocast(device.type, dtype=torch.float16, enabled=amp):
+            torch.softmax(model(images).float(), dim=1).cpu()
         return len(targets)
 
     infer = measure(args, infer_step)
@@ -134,6 +152,9 @@ def bench_device(args, device_name):
         "backend": f"pytorch-{device.type}",
         "device": name,
         "hardware_gpu": device.type == "cuda",
+        "batch_size": args.batch_size,
+        "precision": "amp-f16" if amp else "f32",
+        "data_on_device": args.data_on_device,
         "train_images_per_sec": train["median"],
         "infer_images_per_sec": infer["median"],
         "train": train,
@@ -162,9 +183,12 @@ def main():
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--warmup-steps", type=int, default=3)
     parser.add_argument("--threads", type=int, default=os.cpu_count(), help="CPU threads [default: all]")
+    parser.add_argument("--amp", action="store_true", help="float16 autocast with a GradScaler (CUDA only)")
+    parser.add_argument("--data-on-device", action="store_true", help="upload the batches once")
     args = parser.parse_args()
 
     torch.set_num_threads(args.threads)
+    torch.backends.cudnn.benchmark = True
     devices = args.devices.split(",") if args.devices else (["cuda"] if torch.cuda.is_available() else []) + ["cpu"]
     runs = []
     for device in devices:
@@ -183,6 +207,9 @@ def main():
             "repeats": args.repeats,
             "warmup_steps": args.warmup_steps,
             "threads": torch.get_num_threads(),
+            "amp": args.amp,
+            "data_on_device": args.data_on_device,
+            "cudnn_benchmark": True,
         },
         "runs": runs,
     }))
