@@ -203,6 +203,7 @@ def main():
         "settings": {
             "image_size": args.image_size,
             "batch_size": args.batch_size,
+            "batch_sizes": [args.batch_size],
             "seconds": args.seconds,
             "repeats": args.repeats,
             "warmup_steps": args.warmup_steps,

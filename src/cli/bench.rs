@@ -104,7 +104,7 @@ pub(super) fn run(args: BenchArgs) -> Result<ExitCode> {
     }
     let settings = BenchSettings {
         image_size: args.image_size,
-        batch_sizes: args.batch_size.iter().map(|&b| b as usize).collect(),
+        batch_sizes: distinct(&args.batch_size),
         data_on_device: args.data_on_device,
         seconds: args.seconds,
         repeats: args.repeats as usize,
@@ -124,4 +124,15 @@ pub(super) fn run(args: BenchArgs) -> Result<ExitCode> {
         println!("{}", output::bench_text(&report));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--batch-size`'s sizes, each once, in the order given.
+fn distinct(sizes: &[u32]) -> Vec<usize> {
+    let mut kept: Vec<usize> = Vec::new();
+    for &size in sizes {
+        if !kept.contains(&(size as usize)) {
+            kept.push(size as usize);
+        }
+    }
+    kept
 }

@@ -82,8 +82,9 @@ fn with_default(text: &str, value: impl Display) -> String {
     format!("{text} [default: {value}]")
 }
 
-/// `--backend` opened, computing in `--precision`.
+/// `--backend` opened for a saved model (predict, eval), computing in `--precision`.
 fn open_backend(choice: BackendChoice, precision: Precision) -> Result<Backend> {
+    precision.check_storable("load a model")?;
     let mut backend = device::select(choice)?.backend;
     backend.set_precision(precision)?;
     Ok(backend)

@@ -206,11 +206,20 @@ pub fn plan(choice: BackendChoice) -> Result<Plan> {
         BackendChoice::Wgpu => {
             match hardware::hardware_gpu().or_else(|| hardware::gpu_adapters().first()) {
                 Some(adapter) => named(BackendKind::Wgpu, Some(adapter)),
-                None => bail!(
-                    "--backend wgpu: wgpu finds no graphics adapter at all (no Vulkan, Metal \
-                     or DX12 driver; on Debian or Ubuntu, `apt install mesa-vulkan-drivers` \
-                     gives a software one). Use --backend cpu"
-                ),
+                None => {
+                    let causes = missing_gpu::explain(&missing_gpu::ThisMachine);
+                    bail!(
+                        "--backend wgpu: wgpu finds no graphics adapter at all ({}). Use \
+                         --backend cpu",
+                        if causes.is_empty() {
+                            "no Vulkan, Metal or DX12 driver; on Debian or Ubuntu, `apt install \
+                             mesa-vulkan-drivers` gives a software one"
+                                .to_string()
+                        } else {
+                            causes.join("; ")
+                        }
+                    )
+                }
             }
         }
         BackendChoice::Cpu | BackendChoice::Flex => named(BackendKind::Flex, None),

@@ -2,16 +2,16 @@
 //! panicking inside its runtime, which would end catdog with a Rust backtrace. [`explain_panic`]
 //! turns such a panic into an error that says what happened and what to try.
 
-use std::cell::Cell;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::Once;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::{Result, anyhow};
 
-thread_local! {
-    /// Set while [`explain_panic`] runs: the panic it catches is reported as an error instead.
-    static QUIET: Cell<bool> = const { Cell::new(false) };
-}
+/// How many [`explain_panic`] calls are running: while any is, panics are not printed, for
+/// the one it catches is reported as an error instead. Process-wide, not per thread: burn's
+/// GPU runtime works on threads of its own and raises their panics again on the caller's.
+static EXPLAINING: AtomicUsize = AtomicUsize::new(0);
 
 /// Runs `work`; a panic inside it becomes an error explaining it. `batch` is the work's batch
 /// size, which an out-of-memory message suggests lowering.
@@ -22,14 +22,14 @@ pub(crate) fn explain_panic<T>(batch: usize, work: impl FnOnce() -> T) -> Result
         // With RUST_BACKTRACE set, the panic is still printed, for whoever debugs it.
         let show = std::env::var_os("RUST_BACKTRACE").is_some();
         panic::set_hook(Box::new(move |info| {
-            if show || !QUIET.get() {
+            if show || EXPLAINING.load(Ordering::SeqCst) == 0 {
                 default(info);
             }
         }));
     });
-    let was_quiet = QUIET.replace(true);
+    EXPLAINING.fetch_add(1, Ordering::SeqCst);
     let outcome = panic::catch_unwind(AssertUnwindSafe(work));
-    QUIET.set(was_quiet);
+    EXPLAINING.fetch_sub(1, Ordering::SeqCst);
     outcome.map_err(|payload| {
         let message = payload
             .downcast_ref::<String>()
@@ -54,10 +54,13 @@ fn describe(message: &str, batch: usize) -> String {
     .iter()
     .any(|s| lower.contains(s))
     {
+        let smaller = match batch {
+            0 | 1 => String::new(),
+            _ => format!(" --batch-size, such as {}, or a smaller", batch / 2),
+        };
         format!(
             "the device ran out of memory on a batch of {batch} photos ({first_line}): try a \
-             smaller --batch-size, such as {}, or a smaller --image-size",
-            (batch / 2).max(1)
+             smaller{smaller} --image-size"
         )
     } else if ["device lost", "devicelost", "lost device", "poisoned"]
         .iter()
@@ -69,7 +72,7 @@ fn describe(message: &str, batch: usize) -> String {
              --backend cpu"
         )
     } else {
-        format!("the device failed: {message}")
+        format!("the computation stopped: {first_line}")
     }
 }
 
@@ -88,6 +91,18 @@ mod tests {
         assert!(err.contains("batch of 512 photos"), "{err}");
         assert!(err.contains("--batch-size, such as 256"), "{err}");
         assert!(!err.contains("backtrace"), "{err}");
+    }
+
+    #[test]
+    fn a_panic_raised_again_from_another_thread_is_explained() {
+        let err = explain_panic(64, || {
+            let worker = std::thread::spawn(|| panic!("out of device memory allocating 9 bytes"));
+            let Err(payload) = worker.join();
+            panic::resume_unwind(payload);
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("such as 32"), "{err}");
     }
 
     #[test]

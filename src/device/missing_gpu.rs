@@ -64,46 +64,66 @@ pub(crate) fn explain(system: &dyn System) -> Vec<String> {
         return Vec::new();
     }
     let mut reasons = Vec::new();
-    let manifests: Vec<PathBuf> = match ICD_VARIABLES
+    // The driver files installed where the loader looks by default.
+    let home = system
+        .var("HOME")
+        .map(|h| Path::new(&h).join(".local/share/vulkan/icd.d"));
+    let installed: Vec<PathBuf> = ICD_FOLDERS
+        .iter()
+        .map(PathBuf::from)
+        .chain(home)
+        .flat_map(|dir| system.json_files(&dir))
+        .collect();
+    let is_nvidia = |p: &PathBuf| {
+        p.file_name()
+            .is_some_and(|n| n.to_string_lossy().to_lowercase().contains("nvidia"))
+    };
+    if let Some((name, list)) = ICD_VARIABLES
         .iter()
         .find_map(|&name| Some((name, system.var(name)?)))
     {
-        Some((name, list)) => {
-            let named: Vec<PathBuf> = list
-                .split(':')
-                .filter(|p| !p.is_empty())
-                .map(PathBuf::from)
-                .collect();
-            let missing: Vec<String> = named
-                .iter()
-                .filter(|p| !system.exists(p))
-                .map(|p| p.display().to_string())
-                .collect();
-            if !missing.is_empty() {
-                reasons.push(format!(
-                    "{name}={list} tells the Vulkan loader to use only those driver files, \
-                     and {} does not exist: unset {name} (or point it at a file in \
-                     /usr/share/vulkan/icd.d)",
-                    missing.join(", ")
-                ));
-            }
-            named.into_iter().filter(|p| system.exists(p)).collect()
-        }
-        None => ICD_FOLDERS
+        let named: Vec<PathBuf> = list
+            .split(':')
+            .filter(|p| !p.is_empty())
+            .map(PathBuf::from)
+            .collect();
+        let missing: Vec<String> = named
             .iter()
-            .flat_map(|dir| system.json_files(Path::new(dir)))
-            .collect(),
-    };
-    let has_manifest = |word: &str| {
-        manifests.iter().any(|p| {
-            p.file_name()
-                .is_some_and(|n| n.to_string_lossy().to_lowercase().contains(word))
-        })
-    };
+            .filter(|p| !system.exists(p))
+            .map(|p| p.display().to_string())
+            .collect();
+        // An entry may be a folder of driver files.
+        let used: Vec<PathBuf> = named
+            .iter()
+            .flat_map(|p| match system.json_files(p) {
+                files if files.is_empty() => vec![p.clone()],
+                files => files,
+            })
+            .collect();
+        let left_out: Vec<String> = installed
+            .iter()
+            .filter(|p| is_nvidia(p) && !used.iter().any(is_nvidia))
+            .map(|p| p.display().to_string())
+            .collect();
+        if !missing.is_empty() || !left_out.is_empty() {
+            let mut problem = Vec::new();
+            if !missing.is_empty() {
+                problem.push(format!("{} does not exist", missing.join(", ")));
+            }
+            if !left_out.is_empty() {
+                problem.push(format!("it leaves out {}", left_out.join(", ")));
+            }
+            reasons.push(format!(
+                "{name}={list} tells the Vulkan loader to use only those driver files, and {}: \
+                 unset {name} (or point it at a file in /usr/share/vulkan/icd.d)",
+                problem.join(", and ")
+            ));
+        }
+    }
 
     let nvidia_present = system.exists(Path::new("/dev/nvidia0"))
         || system.exists(Path::new("/proc/driver/nvidia/version"));
-    if nvidia_present && !has_manifest("nvidia") {
+    if nvidia_present && !installed.iter().any(is_nvidia) {
         let capabilities = system.var("NVIDIA_DRIVER_CAPABILITIES");
         let in_container = capabilities.is_some()
             || system.var("NVIDIA_VISIBLE_DEVICES").is_some()
@@ -149,11 +169,11 @@ pub(crate) fn explain(system: &dyn System) -> Vec<String> {
         });
     }
 
-    if manifests.is_empty() && reasons.is_empty() {
+    if installed.is_empty() && reasons.is_empty() {
         reasons.push(format!(
             "no Vulkan driver is installed (no driver file in {}): install your GPU's \
              Vulkan driver (NVIDIA's driver; Mesa's mesa-vulkan-drivers for AMD and Intel)",
-            ICD_FOLDERS[2]
+            ICD_FOLDERS.join(", ")
         ));
     }
     reasons
@@ -244,6 +264,20 @@ mod tests {
             "Linux version 5.15.153.1-microsoft-standard-WSL2",
         ));
         assert!(wsl.contains("WSL2 without GPU access"), "{wsl}");
+
+        // The variable leaving out an NVIDIA driver that is installed: one reason, not two.
+        let hidden = one(&Fake::default()
+            .file("/dev/nvidia0", "")
+            .file("/usr/share/vulkan/icd.d/nvidia_icd.json", "{}")
+            .file("/usr/share/vulkan/icd.d/lvp_icd.x86_64.json", "{}")
+            .var(
+                "VK_ICD_FILENAMES",
+                "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json",
+            ));
+        assert!(
+            hidden.contains("it leaves out /usr/share/vulkan/icd.d/nvidia_icd.json"),
+            "{hidden}"
+        );
 
         // A working NVIDIA install has nothing to explain.
         let fine = Fake::default()

@@ -221,7 +221,7 @@ fn waiting_times(report: &BenchReport) -> String {
     )
 }
 
-/// The table as Markdown, one row per backend.
+/// The table as Markdown, one row per backend and batch size.
 pub fn bench_markdown(report: &BenchReport) -> String {
     let (header, rows) = bench_rows(report);
     let mut out = format!("| {} |\n", header.join(" | "));
