@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use anyhow::bail;
 use catdog::device::{BackendChoice, select};
 use catdog::inference::Predictor;
+use catdog::model::ModelChoice;
 use catdog::training::{TrainOptions, TrainOutcome, train};
 
 fn main() -> anyhow::Result<()> {
@@ -36,7 +37,7 @@ fn main() -> anyhow::Result<()> {
             dir.join("dog/00000.png")
         }
     };
-    let predictor = Predictor::load(&options.out, &backend)?;
+    let predictor = Predictor::load(&ModelChoice::Folder(options.out.clone()), &backend)?;
     for prediction in predictor.predict_files(&[photo]) {
         let prediction = prediction?;
         println!(

@@ -150,6 +150,7 @@ fn synth_then_train_then_predict_with_json() {
 #[test]
 fn train_without_data_uses_the_generated_pictures() {
     let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("models/catdog");
     let output = catdog(&[
         "train",
         "--backend",
@@ -159,7 +160,7 @@ fn train_without_data_uses_the_generated_pictures() {
         "--image-size",
         "16",
         "--out",
-        path(dir.path()),
+        path(&model),
     ]);
     assert_success(&output);
     assert!(
@@ -176,11 +177,90 @@ fn train_without_data_uses_the_generated_pictures() {
         summary.contains("10 epochs over the 25,000 photos of the Kaggle set would take"),
         "the speed as a waiting time:\n{summary}"
     );
-    assert!(dir.path().join("catdog.json").is_file());
+    assert!(
+        summary.contains("catdog download oxford-pets")
+            && summary.contains("catdog predict --model builtin"),
+        "the demo's last lines point at real photos:\n{summary}"
+    );
+    assert!(model.join("catdog.json").is_file());
 
     assert_fails_with(
-        &catdog(&["train", "--data", path(dir.path()), "--generated", "100"]),
+        &catdog(&["train", "--data", path(&model), "--generated", "100"]),
         "cannot be used with",
+    );
+
+    // Without --model, predict uses the model in ./models/catdog, names it, and says once
+    // that it learned drawings.
+    let photos = dir.path().join("drawn");
+    synth(&photos, 2, 16);
+    let (cats, dogs) = (photos.join("cat"), photos.join("dog"));
+    let predict_in = |cwd: &Path, extra: &[&str]| {
+        let mut args = vec!["predict", "--backend", "flex"];
+        args.extend(extra);
+        args.extend([path(&cats), path(&dogs)]);
+        let output = command().args(&args).current_dir(cwd).output().unwrap();
+        assert_success(&output);
+        output
+    };
+    let output = predict_in(dir.path(), &[]);
+    let err = stderr(&output);
+    assert!(
+        err.starts_with("model: models/catdog (trained on generated pictures"),
+        "{err}"
+    );
+    assert_eq!(
+        err.matches("learned from generated drawings").count(),
+        1,
+        "{err}"
+    );
+    assert!(err.contains("--model builtin"), "{err}");
+    assert_eq!(stdout(&output).lines().count(), 2);
+
+    // Where no model was trained, the built-in one answers, and says so.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let output = predict_in(elsewhere.path(), &["--json"]);
+    let err = stderr(&output);
+    assert!(
+        err.starts_with("model: built-in, trained on 17,998 Kaggle photos"),
+        "{err}"
+    );
+    assert!(!err.contains("generated"), "{err}");
+    for line in stdout(&output).lines() {
+        let json: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(json["model"], "builtin", "{line}");
+    }
+    // `--model builtin` names it wherever a trained model is.
+    let output = predict_in(dir.path(), &["--model", "builtin"]);
+    assert!(stderr(&output).starts_with("model: built-in"));
+}
+
+/// The model compiled into catdog knows real photos: the 2,002 Kaggle originals it never
+/// trained on (models/README.md: 94.5 %).
+#[test]
+fn the_builtin_model_tells_real_cats_from_dogs() {
+    let Some(photos) = common::real_photos_or_skip("the_builtin_model_tells_real_cats_from_dogs")
+    else {
+        return;
+    };
+    let output = catdog(&[
+        "eval",
+        "--model",
+        "builtin",
+        "--backend",
+        "flex",
+        "--data",
+        path(&photos),
+        "--json",
+    ]);
+    assert_success(&output);
+    let report: Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+    assert_eq!(report["model"], "builtin");
+    assert!(report["photos"].as_u64().unwrap() > 2000, "{report}");
+    let accuracy = report["accuracy"].as_f64().unwrap();
+    assert!(
+        accuracy > 0.9,
+        "built-in model: {accuracy} on {}",
+        photos.display()
     );
 }
 
@@ -655,7 +735,9 @@ fn eval_counts_what_predict_says_and_lists_the_mistakes() {
     let output = eval(&model, &data, &["--mistakes", path(&sheet)]);
     assert_success(&output);
     let text = stdout(&output);
-    assert!(text.starts_with("accuracy "), "{text}");
+    let model_line = format!("model: {} (trained on {}", path(&model), path(&data));
+    assert!(text.starts_with(&model_line), "{text}");
+    assert!(text.contains("\naccuracy "), "{text}");
     assert!(text.contains("confusion matrix"), "{text}");
     let picture = image::open(&sheet).expect("the contact sheet is a PNG");
     assert!(picture.width() >= 160 && picture.height() >= 160);

@@ -8,7 +8,7 @@ use burn::tensor::{Device, Tensor};
 use catdog::data::{ImageSet, Normalization, stratified_split, synth};
 use catdog::device::{BackendKind, CpuBackend, cpu_backend};
 use catdog::inference::{Predictor, class_probabilities, evaluate};
-use catdog::model::{self as saved_model, ModelInfo, SmallCnn};
+use catdog::model::{self as saved_model, ModelChoice, ModelInfo, SmallCnn};
 use catdog::training::{EpochStats, FitSettings, Schedule, TrainOptions, best_epoch, fit, train};
 
 /// Generated pictures split 90/10.
@@ -165,7 +165,8 @@ fn a_saved_model_predicts_the_same_on_every_backend() {
         "a_saved_model_predicts_the_same_on_every_backend (wgpu part)",
     ));
     for backend in backends {
-        let predictor = Predictor::load(dir.path(), &backend).unwrap();
+        let choice = ModelChoice::Folder(dir.path().to_path_buf());
+        let predictor = Predictor::load(&choice, &backend).unwrap();
         assert_eq!(predictor.info().classes, info.classes);
         let got = predictor.probabilities(&images);
         assert_eq!(got.len(), expected.len());

@@ -17,7 +17,7 @@ use crate::training::TrainOptions;
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
-    catdog eval --data ../shared/data/dogs-vs-cats-2k\n  \
+    catdog eval --data ../shared/data/dogs-vs-cats-2k   # your model, or the built-in one\n  \
     catdog eval --model models/big --data photos/test --worst 20 --json\n  \
     catdog eval --data photos/test --mistakes mistakes.png\n  \
     catdog eval --data photos --held-out --flip   # the photos `train --data photos` held out")]
@@ -25,9 +25,8 @@ pub struct EvalArgs {
     /// Labelled photos: one sub-folder per class, or Kaggle's `cat.123.jpg` names.
     #[arg(long, value_name = "DIR")]
     pub data: PathBuf,
-    /// Model folder written by `catdog train`.
-    #[arg(long, value_name = "DIR", default_value_os_t = defaults().out)]
-    pub model: PathBuf,
+    #[arg(long, value_name = "DIR|builtin", help = super::MODEL_HELP)]
+    pub model: Option<PathBuf>,
     /// Where to compute.
     #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
     pub backend: BackendChoice,
@@ -69,7 +68,8 @@ pub(super) fn run(args: EvalArgs) -> Result<ExitCode> {
         check_contact_sheet_path(sheet)?;
     }
     let backend = super::open_backend(args.backend, args.precision)?;
-    let predictor = Predictor::load(&args.model, &backend)?.with_flip(args.flip);
+    let model = super::model_choice(args.model);
+    let predictor = Predictor::load(&model, &backend)?.with_flip(args.flip);
     let subset = if args.held_out {
         let fallback = (defaults().val_split, defaults().settings.seed);
         held_out_photos(predictor.info(), args.val_split, args.seed, fallback)?
@@ -85,8 +85,16 @@ pub(super) fn run(args: EvalArgs) -> Result<ExitCode> {
         eprintln!("Drew the mistakes in {}", sheet.display());
     }
     match args.json {
-        true => println!("{}", serde_json::to_string(&evaluation)?),
-        false => print!("{}", output::evaluation_text(&evaluation)),
+        true => {
+            let mut json = serde_json::to_value(&evaluation)?;
+            json["model"] = output::model_name(&model).into();
+            println!("{json}");
+        }
+        false => print!(
+            "{}\n{}",
+            output::model_line(&predictor),
+            output::evaluation_text(&evaluation)
+        ),
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -11,12 +11,15 @@ mod train;
 mod values;
 
 use std::fmt::Display;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
 use crate::device::{self, Backend, BackendChoice, Precision};
+use crate::model::ModelChoice;
+use crate::training::TrainOptions;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -80,6 +83,19 @@ pub fn main() -> ExitCode {
 /// Help for a flag whose default is the library's: `"TEXT [default: VALUE]"`.
 fn with_default(text: &str, value: impl Display) -> String {
     format!("{text} [default: {value}]")
+}
+
+/// `--model`'s help, for the commands that run a trained model.
+const MODEL_HELP: &str = "Model folder written by `catdog train`, or `builtin` for the one \
+    built into catdog (trained on Kaggle photos) [default: models/catdog where it holds a \
+    model, builtin otherwise]";
+
+/// The model `--model` names, or the default one when it is absent.
+fn model_choice(arg: Option<PathBuf>) -> ModelChoice {
+    match arg {
+        Some(value) => ModelChoice::parse(value),
+        None => ModelChoice::default_for(&TrainOptions::default().out),
+    }
 }
 
 /// `--backend` opened for a saved model (predict, eval), computing in `--precision`.

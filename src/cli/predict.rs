@@ -10,20 +10,19 @@ use crate::data::photos_in;
 use crate::device::{BackendChoice, Precision};
 use crate::inference::Predictor;
 use crate::output;
-use crate::training::TrainOptions;
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
     catdog predict photo.jpg\n  \
+    catdog predict --model builtin photo.jpg   # the model built into catdog\n  \
     catdog predict --model models/big ~/Pictures/pets\n  \
     catdog predict --json a.jpg b.png")]
 pub struct PredictArgs {
     /// Photos, or folders whose photos (sub-folders included) are all predicted.
     #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<PathBuf>,
-    /// Model folder written by `catdog train`.
-    #[arg(long, value_name = "DIR", default_value_os_t = TrainOptions::default().out)]
-    pub model: PathBuf,
+    #[arg(long, value_name = "DIR|builtin", help = super::MODEL_HELP)]
+    pub model: Option<PathBuf>,
     /// Where to compute; any backend runs a model trained on any other.
     #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
     pub backend: BackendChoice,
@@ -52,7 +51,12 @@ pub(super) fn run(args: PredictArgs) -> Result<ExitCode> {
         }
     }
     let backend = super::open_backend(args.backend, args.precision)?;
-    let predictor = Predictor::load(&args.model, &backend)?.with_flip(args.flip);
+    let model = super::model_choice(args.model);
+    let predictor = Predictor::load(&model, &backend)?.with_flip(args.flip);
+    eprintln!("{}", output::model_line(&predictor));
+    if let Some(note) = output::generated_model_note(&predictor) {
+        eprintln!("{note}");
+    }
     let width = photos
         .iter()
         .map(|p| p.display().to_string().chars().count())
@@ -62,7 +66,9 @@ pub(super) fn run(args: PredictArgs) -> Result<ExitCode> {
     let mut failures = 0;
     for result in predictor.predict_files(&photos) {
         match result {
-            Ok(prediction) if args.json => println!("{}", output::prediction_json(&prediction)),
+            Ok(prediction) if args.json => {
+                println!("{}", output::prediction_json(&prediction, &model))
+            }
             Ok(prediction) => println!("{}", output::prediction_line(&prediction, width)),
             Err(err) => {
                 failures += 1;

@@ -143,6 +143,12 @@ pub(super) fn run(args: TrainArgs) -> Result<ExitCode> {
         println!("{}", output::train_json(&report));
     } else {
         println!("{}", output::train_summary(&report));
+        if options.data.is_none() {
+            println!(
+                "\nThat was the offline demo on drawn faces. {}",
+                output::REAL_PHOTOS
+            );
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

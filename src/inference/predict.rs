@@ -8,7 +8,7 @@ use burn::tensor::Device;
 use super::{BATCH, log_probabilities, most_probable, probabilities};
 use crate::data::decode_photos;
 use crate::device::Backend;
-use crate::model::{self, ModelInfo, SmallCnn};
+use crate::model::{ModelChoice, ModelInfo, SmallCnn};
 
 /// What the model thinks one photo shows.
 #[derive(Clone, Debug, PartialEq)]
@@ -24,18 +24,20 @@ pub struct Prediction {
 /// A saved model loaded on a backend.
 pub struct Predictor {
     model: SmallCnn,
+    choice: ModelChoice,
     info: ModelInfo,
     device: Device,
     flip: bool,
 }
 
 impl Predictor {
-    /// Loads the model folder `dir` onto `backend`, whichever backend trained it.
-    pub fn load(dir: &Path, backend: &Backend) -> Result<Predictor> {
+    /// Loads the chosen model onto `backend`, whichever backend trained it.
+    pub fn load(choice: &ModelChoice, backend: &Backend) -> Result<Predictor> {
         backend.precision.check_storable("load a model")?;
-        let (model, info) = model::load(dir, &backend.device)?;
+        let (model, info) = choice.load(&backend.device)?;
         Ok(Predictor {
             model,
+            choice: choice.clone(),
             info,
             device: backend.device.clone(),
             flip: false,
@@ -50,6 +52,11 @@ impl Predictor {
 
     pub fn flip(&self) -> bool {
         self.flip
+    }
+
+    /// Which model this is, for the output to name.
+    pub fn choice(&self) -> &ModelChoice {
+        &self.choice
     }
 
     pub fn info(&self) -> &ModelInfo {

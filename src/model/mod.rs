@@ -1,16 +1,53 @@
-//! The network and the model folder it is saved in.
+//! The network, the model folder it is saved in, and the model built into catdog.
 
+mod builtin;
 mod network;
 mod saved;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Result, ensure};
+use burn::tensor::Device;
 
+pub use builtin::{HELD_OUT_PHOTOS as BUILTIN_HELD_OUT, TRAINED_ON_PHOTOS as BUILTIN_TRAINED_ON};
 pub use network::SmallCnn;
 pub use saved::{FORMAT_VERSION, ModelInfo, TrainedOn, save};
 
-pub(crate) use saved::load;
+/// Which trained model a command runs: never a surprise, so the output names it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ModelChoice {
+    /// The one compiled into catdog (`--model builtin`).
+    Builtin,
+    /// A folder written by `catdog train`.
+    Folder(PathBuf),
+}
+
+impl ModelChoice {
+    /// `--model`'s value: `builtin`, or a model folder (`./builtin` for a folder of that name).
+    pub fn parse(value: PathBuf) -> ModelChoice {
+        match value.as_os_str() == "builtin" {
+            true => ModelChoice::Builtin,
+            false => ModelChoice::Folder(value),
+        }
+    }
+
+    /// Without `--model`: the user's own model where `default_folder` holds one, the
+    /// built-in one otherwise.
+    pub fn default_for(default_folder: &Path) -> ModelChoice {
+        match saved::is_model_folder(default_folder) {
+            true => ModelChoice::Folder(default_folder.to_path_buf()),
+            false => ModelChoice::Builtin,
+        }
+    }
+
+    /// Reads the model onto `device`, checking that it is one this catdog can run.
+    pub(crate) fn load(&self, device: &Device) -> Result<(SmallCnn, ModelInfo)> {
+        match self {
+            ModelChoice::Builtin => builtin::load(device),
+            ModelChoice::Folder(dir) => saved::load(dir, device),
+        }
+    }
+}
 
 /// Name and version written beside the weights, checked when a model is loaded.
 pub const ARCHITECTURE: &str = "small-cnn";

@@ -115,24 +115,67 @@ pub fn save(dir: &Path, model: &SmallCnn, info: &ModelInfo) -> Result<()> {
     Ok(())
 }
 
+/// Whether `dir` holds a model's description (it may still fail to load).
+pub(crate) fn is_model_folder(dir: &Path) -> bool {
+    dir.join(INFO_FILE).is_file()
+}
+
 /// Reads the model in `dir` onto `device`, checking that it is one this catdog can run.
 pub(crate) fn load(dir: &Path, device: &Device) -> Result<(SmallCnn, ModelInfo)> {
     let info_path = dir.join(INFO_FILE);
     if !dir.is_dir() {
         bail!(
-            "model folder {} does not exist (train one with `catdog train --out {}`)",
+            "model folder {} does not exist (train one with `catdog train --out {}`, \
+             or use `--model builtin`)",
             dir.display(),
             dir.display()
         );
     }
-    let info = read_info(&info_path)?;
+    let text = fs::read_to_string(&info_path)
+        .with_context(|| format!("cannot read {}", info_path.display()))?;
+    let info = parse_info(&text, &info_path)?;
     let weights_path = dir.join(&info.weights_file);
-    let expected = Checksum {
+    let weights = read_checked(&weights_path, expected_checksum(&info), &info_path)?;
+    let model = network_from(weights, &info, device, &weights_path, &info_path)?;
+    Ok((model, info))
+}
+
+/// [`load`] for a model whose two files are in memory (the built-in one); `name` stands for
+/// the folder in errors.
+pub(crate) fn load_from_memory(
+    info_json: &str,
+    weights: &[u8],
+    name: &Path,
+    device: &Device,
+) -> Result<(SmallCnn, ModelInfo)> {
+    let info_path = name.join(INFO_FILE);
+    let info = parse_info(info_json, &info_path)?;
+    let weights_path = name.join(&info.weights_file);
+    ensure!(
+        Checksum::of(weights) == expected_checksum(&info),
+        "{} does not match the size and checksum {} records",
+        weights_path.display(),
+        info_path.display()
+    );
+    let model = network_from(weights.to_vec(), &info, device, &weights_path, &info_path)?;
+    Ok((model, info))
+}
+
+fn expected_checksum(info: &ModelInfo) -> Checksum {
+    Checksum {
         bytes: info.weights_bytes,
         crc32: info.weights_crc32,
-    };
-    let weights = read_checked(&weights_path, expected, &info_path)?;
+    }
+}
 
+/// The network `info` describes, with `weights` (a safetensors file's bytes) loaded.
+fn network_from(
+    weights: Vec<u8>,
+    info: &ModelInfo,
+    device: &Device,
+    weights_path: &Path,
+    info_path: &Path,
+) -> Result<SmallCnn> {
     let mut model = SmallCnn::new(info.classes.len(), 0.0, device);
     // In the device's float type (`--precision`): a loaded tensor keeps the file's otherwise.
     let mut store = SafetensorsStore::from_bytes(Some(weights))
@@ -163,13 +206,12 @@ pub(crate) fn load(dir: &Path, device: &Device) -> Result<(SmallCnn, ModelInfo)>
             .collect::<Vec<_>>()
             .join("; ")
     );
-    Ok((model, info))
+    Ok(model)
 }
 
-fn read_info(path: &Path) -> Result<ModelInfo> {
-    let text =
-        fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let info: ModelInfo = serde_json::from_str(&text)
+/// `catdog.json`'s `text`, read from `path`, checked.
+fn parse_info(text: &str, path: &Path) -> Result<ModelInfo> {
+    let info: ModelInfo = serde_json::from_str(text)
         .with_context(|| format!("{} is not a catdog model description", path.display()))?;
     check_description(
         path,

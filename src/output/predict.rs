@@ -4,6 +4,7 @@ use serde_json::{Value, json};
 
 use super::lossy;
 use crate::inference::Prediction;
+use crate::model::ModelChoice;
 
 /// `photo.jpg  dog  0.93`, the path padded to `path_width`.
 pub fn prediction_line(prediction: &Prediction, path_width: usize) -> String {
@@ -15,8 +16,9 @@ pub fn prediction_line(prediction: &Prediction, path_width: usize) -> String {
     )
 }
 
-/// `{"path": …, "label": …, "probability": …, "probabilities": {"cat": …, "dog": …}}`
-pub fn prediction_json(prediction: &Prediction) -> Value {
+/// `{"path": …, "label": …, "probability": …, "probabilities": {"cat": …, "dog": …},
+/// "model": …}`, the model as [`super::model_name`] gives it.
+pub fn prediction_json(prediction: &Prediction, model: &ModelChoice) -> Value {
     let probabilities: serde_json::Map<String, Value> = prediction
         .probabilities
         .iter()
@@ -27,5 +29,6 @@ pub fn prediction_json(prediction: &Prediction) -> Value {
         "label": prediction.label,
         "probability": prediction.probability,
         "probabilities": probabilities,
+        "model": super::model_name(model),
     })
 }

@@ -1,0 +1,66 @@
+//! The model compiled into catdog: SmallCnn trained on the Kaggle photos of
+//! `dogs-vs-cats-20k` (`models/builtin-20k/`, whose README gives the command and its
+//! accuracy), so that `catdog predict photo.jpg` knows real cats and dogs from any folder,
+//! before anything was trained.
+
+use std::path::Path;
+
+use anyhow::Result;
+use burn::tensor::Device;
+
+use super::{ModelInfo, SmallCnn, saved};
+
+const INFO: &str = include_str!("../../models/builtin-20k/catdog.json");
+const WEIGHTS: &[u8] = include_bytes!("../../models/builtin-20k/model-ec82d9dc.safetensors");
+
+/// What it learned from and was measured on, which `catdog.json` does not count.
+pub const TRAINED_ON_PHOTOS: usize = 17_998;
+pub const HELD_OUT_PHOTOS: usize = 2_000;
+
+/// Reads the built-in model onto `device`.
+pub(crate) fn load(device: &Device) -> Result<(SmallCnn, ModelInfo)> {
+    saved::load_from_memory(
+        INFO,
+        WEIGHTS,
+        Path::new("models/builtin-20k (built in)"),
+        device,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::ModelChoice;
+
+    #[test]
+    fn the_compiled_in_files_belong_together_and_describe_a_cat_dog_model() {
+        let (_, info) = ModelChoice::Builtin.load(&Device::flex()).unwrap();
+        assert_eq!(info.classes, ["cat", "dog"]);
+        assert_eq!(info.image_size, 80);
+        assert!(info.val_accuracy.unwrap() > 0.9, "{:?}", info.val_accuracy);
+        // A damaged copy is refused, not loaded.
+        let mut damaged = WEIGHTS.to_vec();
+        damaged[WEIGHTS.len() / 2] ^= 1;
+        let Err(err) = saved::load_from_memory(INFO, &damaged, Path::new("x"), &Device::flex())
+        else {
+            panic!("a damaged copy loaded");
+        };
+        let err = format!("{err:#}");
+        assert!(
+            err.contains("does not match the size and checksum"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn builtin_names_it_and_anything_else_is_a_folder() {
+        use std::path::PathBuf;
+        assert_eq!(ModelChoice::parse("builtin".into()), ModelChoice::Builtin);
+        assert_eq!(
+            ModelChoice::parse("./builtin".into()),
+            ModelChoice::Folder(PathBuf::from("./builtin"))
+        );
+        let empty = tempfile::tempdir().unwrap();
+        assert_eq!(ModelChoice::default_for(empty.path()), ModelChoice::Builtin);
+    }
+}
