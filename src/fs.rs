@@ -94,6 +94,18 @@ pub(crate) fn remove_partial_files(dir: &Path) {
     }
 }
 
+/// Bytes free for this user in the file system of `dir`.
+pub(crate) fn available_bytes(dir: &Path) -> Result<u64> {
+    fs4::available_space(dir)
+        .with_context(|| format!("cannot read the free space of {}", dir.display()))
+}
+
+/// `12.3 MiB`.
+pub(crate) fn human_bytes(bytes: u64) -> String {
+    const MIB: f64 = 1024.0 * 1024.0;
+    format!("{:.1} MiB", bytes as f64 / MIB)
+}
+
 /// The size and CRC-32 that a description file records for a file it belongs with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Checksum {

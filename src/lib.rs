@@ -10,6 +10,7 @@
 //! - [`inference`]: prediction and evaluation, through one forward-and-read-back loop.
 //! - [`model`]: the network and the model folder it is saved in.
 //! - [`data`]: folder → decoded, cached pixels → split → batches.
+//! - [`download`]: `catdog download`, an archive of photos fetched, checked and unpacked.
 //! - [`device`]: the backend choice (`device/backend.rs`) and what hardware there is.
 //! - [`chart`] draws pictures, and `fs` writes files that are never seen half-written.
 
@@ -18,6 +19,7 @@ mod chart;
 pub mod cli;
 pub mod data;
 pub mod device;
+pub mod download;
 mod fs;
 pub mod inference;
 pub mod model;

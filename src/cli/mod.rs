@@ -1,9 +1,10 @@
-//! The command line: `catdog train`, `predict`, `eval`, `bench`, `devices` and `synth`, one
-//! file each. The only module that knows about clap; each command turns its flags into the
-//! library's types, calls the library, and prints through [`crate::output`].
+//! The command line: `catdog train`, `predict`, `eval`, `bench`, `devices`, `download` and
+//! `synth`, one file each. The only module that knows about clap; each command turns its
+//! flags into the library's types, calls the library, and prints through [`crate::output`].
 
 mod bench;
 mod devices;
+mod download;
 mod eval;
 mod predict;
 mod synth;
@@ -31,7 +32,8 @@ use crate::training::TrainOptions;
         catdog train                          # generated pictures, best backend here\n  \
         catdog train --backend cpu            # the same on the CPU, to compare photos/s\n  \
         catdog train --data ~/Pictures/pets   # your photos: pets/cat/*.jpg, pets/dog/*.jpg\n  \
-        catdog predict photo.jpg\n  \
+        catdog predict photo.jpg              # your model, or the built-in one\n  \
+        catdog download oxford-pets           # 7,390 real photos into data/oxford-pets\n  \
         catdog bench                          # photos/s of every backend, side by side\n  \
         catdog devices                        # does this computer have a GPU?"
 )]
@@ -52,6 +54,8 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Show the CPU and GPUs this machine has, and which backend auto picks.
     Devices(devices::DevicesArgs),
+    /// Download a data set of cat and dog photos into a folder catdog trains on.
+    Download(download::DownloadArgs),
     /// Write a generated dataset of drawn cat and dog faces.
     Synth(synth::SynthArgs),
 }
@@ -64,6 +68,7 @@ fn run(cli: Cli) -> ExitCode {
         Command::Eval(args) => eval::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Devices(args) => devices::run(args),
+        Command::Download(args) => download::run(args),
         Command::Synth(args) => synth::run(args),
     };
     match result {

@@ -3,6 +3,7 @@
 
 mod bench;
 mod devices;
+mod download;
 mod duration;
 mod eval;
 mod model;
@@ -14,10 +15,11 @@ use std::path::Path;
 
 pub use bench::{bench_chart, bench_markdown, bench_text};
 pub use devices::{devices_json, devices_text};
+pub use download::download_summary;
 pub use eval::evaluation_text;
 pub use model::{REAL_PHOTOS, generated_model_note, model_line, model_name};
 pub use predict::{prediction_json, prediction_line};
-pub use progress::{TerminalBenchProgress, TerminalProgress};
+pub use progress::{TerminalBenchProgress, TerminalDownloadProgress, TerminalProgress};
 pub use train::{train_json, train_summary};
 
 /// A path as JSON text: file names that are not UTF-8 get U+FFFD where a byte is invalid.

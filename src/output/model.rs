@@ -1,6 +1,6 @@
 //! Which model answered: the line `predict` and `eval` start with, and its name in JSON.
 
-use crate::chart::format_number;
+use crate::chart::format_count;
 use crate::inference::Predictor;
 use crate::model::{BUILTIN_HELD_OUT, BUILTIN_TRAINED_ON, ModelChoice};
 
@@ -12,9 +12,9 @@ pub fn model_line(predictor: &Predictor) -> String {
     match predictor.choice() {
         ModelChoice::Builtin => format!(
             "model: built-in, trained on {} Kaggle photos, {} right on the {} it held out",
-            format_number(BUILTIN_TRAINED_ON as f64),
+            format_count(BUILTIN_TRAINED_ON as u64),
             accuracy.unwrap_or_else(|| "?".into()),
-            format_number(BUILTIN_HELD_OUT as f64),
+            format_count(BUILTIN_HELD_OUT as u64),
         ),
         ModelChoice::Folder(dir) => {
             let learned_from = match info.trained_on.as_ref().map(|t| t.data.as_ref()) {

@@ -8,6 +8,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use crate::bench::BenchProgress;
 use crate::data::DataProgress;
 use crate::device::Backend;
+use crate::download::DownloadProgress;
 use crate::training::{BatchStats, EpochStats, TrainProgress};
 
 /// Draws decoding and each epoch as a progress bar on stderr.
@@ -101,5 +102,35 @@ pub struct TerminalBenchProgress;
 impl BenchProgress for TerminalBenchProgress {
     fn started(&mut self, backend: &Backend, what: &str) {
         eprintln!("bench: {} on {}: {what}", backend.kind, backend.device_name);
+    }
+}
+
+/// Draws each step of a download as a bar on stderr: bytes, speed and ETA while fetching.
+#[derive(Default)]
+pub struct TerminalDownloadProgress {
+    bar: TerminalProgress,
+}
+
+impl DownloadProgress for TerminalDownloadProgress {
+    fn step_started(&mut self, what: &str, bytes: bool, total: Option<u64>, done: u64) {
+        eprintln!("{what}");
+        let template = match (bytes, total) {
+            (true, Some(_)) => "  [{bar:30}] {bytes}/{total_bytes}, {bytes_per_sec}, ETA {eta}",
+            (true, None) => "  {bytes}, {bytes_per_sec}",
+            (false, Some(_)) => "  [{bar:30}] {pos}/{len} photos, ETA {eta}",
+            (false, None) => "  {spinner} {elapsed}",
+        };
+        self.bar.start_bar(total.unwrap_or(0) as usize, template);
+        self.bar.bar.set_position(done);
+        // Speed and ETA from this run's bytes, not from those a resumed part already had.
+        self.bar.bar.reset_eta();
+    }
+
+    fn advanced(&mut self, by: u64) {
+        self.bar.bar.inc(by);
+    }
+
+    fn step_finished(&mut self) {
+        self.bar.bar.finish_and_clear();
     }
 }

@@ -11,7 +11,7 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 
 use super::checkpoint;
-use crate::fs::{partial_file_in, remove_partial_files};
+use crate::fs::{available_bytes, human_bytes, partial_file_in, remove_partial_files};
 
 const LOCK_FILE: &str = ".catdog.lock";
 
@@ -106,16 +106,6 @@ fn take_lock(path: &Path) -> Result<(File, Option<String>)> {
         .and_then(|()| writeln!(file, "{}", std::process::id()))
         .with_context(|| format!("cannot write {}", path.display()))?;
     Ok((file, took_over))
-}
-
-fn available_bytes(dir: &Path) -> Result<u64> {
-    fs4::available_space(dir)
-        .with_context(|| format!("cannot read the free space of {}", dir.display()))
-}
-
-fn human_bytes(bytes: u64) -> String {
-    const MIB: f64 = 1024.0 * 1024.0;
-    format!("{:.1} MiB", bytes as f64 / MIB)
 }
 
 #[cfg(test)]

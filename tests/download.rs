@@ -1,0 +1,516 @@
+//! `catdog download` against a server on 127.0.0.1 that this test starts, serving archives
+//! it makes: no test touches the internet.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Cursor, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::{fs, thread};
+
+use catdog::download::{Format, Layout, Request, Source, Summary, download};
+use common::{assert_fails_with, assert_success, catdog, stdout};
+use md5::{Digest, Md5};
+
+/// What the server does with one connection.
+#[derive(Clone, Copy)]
+enum Reply {
+    /// The file, or the part a Range header asks for.
+    Whole,
+    /// Announces the whole file, sends its first `n` bytes and hangs up.
+    DropAfter(usize),
+    /// Sends only the first `n` bytes, as if that were the whole file.
+    Truncated(usize),
+    Status(u16),
+}
+
+struct Server {
+    url: String,
+    /// The Range header of each request, `None` where it had none.
+    ranges: Arc<Mutex<Vec<Option<String>>>>,
+}
+
+/// Serves `body` under any path, one reply per connection in order (the last repeats).
+fn serve(body: Vec<u8>, replies: Vec<Reply>) -> Server {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let ranges = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&ranges);
+    thread::spawn(move || {
+        for (n, stream) in listener.incoming().enumerate() {
+            let Ok(stream) = stream else { continue };
+            let reply = replies[n.min(replies.len() - 1)];
+            let range = answer(stream, &body, reply);
+            seen.lock().unwrap().push(range);
+        }
+    });
+    Server { url, ranges }
+}
+
+fn answer(mut stream: TcpStream, body: &[u8], reply: Reply) -> Option<String> {
+    let mut range = None;
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 || line.trim().is_empty() {
+            break;
+        }
+        if let Some(value) = line.to_ascii_lowercase().strip_prefix("range:") {
+            range = Some(value.trim().to_string());
+        }
+    }
+    let head = |status: &str, length: usize, extra: &str| {
+        format!("HTTP/1.1 {status}\r\nContent-Length: {length}\r\n{extra}Connection: close\r\n\r\n")
+    };
+    let _ = match reply {
+        Reply::Whole => match range.as_deref().and_then(|r| r.strip_prefix("bytes=")) {
+            Some(from) => {
+                let from: usize = from.trim_end_matches('-').parse().unwrap();
+                let rest = &body[from..];
+                let extra = format!(
+                    "Content-Range: bytes {from}-{}/{}\r\n",
+                    body.len() - 1,
+                    body.len()
+                );
+                stream
+                    .write_all(head("206 Partial Content", rest.len(), &extra).as_bytes())
+                    .and_then(|()| stream.write_all(rest))
+            }
+            None => stream
+                .write_all(head("200 OK", body.len(), "").as_bytes())
+                .and_then(|()| stream.write_all(body)),
+        },
+        Reply::DropAfter(n) => stream
+            .write_all(head("200 OK", body.len(), "").as_bytes())
+            .and_then(|()| stream.write_all(&body[..n])),
+        Reply::Truncated(n) => stream
+            .write_all(head("200 OK", n, "").as_bytes())
+            .and_then(|()| stream.write_all(&body[..n])),
+        Reply::Status(code) => stream
+            .write_all(head(&format!("{code} Oops"), 4, "").as_bytes())
+            .and_then(|()| stream.write_all(b"oops")),
+    };
+    let _ = stream.shutdown(std::net::Shutdown::Both);
+    range
+}
+
+/// A small PNG, different for each `seed` (the name says .jpg: catdog reads what it is).
+fn picture(seed: u8) -> Vec<u8> {
+    let image = image::RgbImage::from_pixel(4, 4, image::Rgb([seed, 100, 200]));
+    let mut bytes = Cursor::new(Vec::new());
+    image.write_to(&mut bytes, image::ImageFormat::Png).unwrap();
+    bytes.into_inner()
+}
+
+/// A tar.gz of `(path, bytes)`, paths written as given, `..` and all.
+fn tar_gz(entries: &[(&str, Vec<u8>)]) -> Vec<u8> {
+    let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(
+        Vec::new(),
+        flate2::Compression::fast(),
+    ));
+    for (path, bytes) in entries {
+        let mut header = tar::Header::new_old();
+        header.as_old_mut().name[..path.len()].copy_from_slice(path.as_bytes());
+        header.set_size(bytes.len() as u64);
+        header.set_mode(0o644);
+        header.set_cksum();
+        builder.append(&header, bytes.as_slice()).unwrap();
+    }
+    builder.into_inner().unwrap().finish().unwrap()
+}
+
+fn zip(entries: &[(&str, Vec<u8>)]) -> Vec<u8> {
+    let mut writer = zip::ZipWriter::new(Cursor::new(Vec::new()));
+    for (path, bytes) in entries {
+        writer
+            .start_file(*path, zip::write::SimpleFileOptions::default())
+            .unwrap();
+        writer.write_all(bytes).unwrap();
+    }
+    writer.finish().unwrap().into_inner()
+}
+
+fn md5_hex(bytes: &[u8]) -> &'static str {
+    let hex: String = Md5::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    Box::leak(hex.into_boxed_str())
+}
+
+/// A source like Oxford-IIIT Pet's: a tar.gz of breed-named photos, with size and MD5.
+fn pets(archive: &[u8]) -> Source {
+    Source {
+        name: "test-pets",
+        title: "test photos",
+        url: "https://example.invalid/data/images.tar.gz",
+        size: Some(archive.len() as u64),
+        md5: Some(md5_hex(archive)),
+        format: Format::TarGz,
+        layout: Layout::BreedCase,
+    }
+}
+
+/// A source like Microsoft's Kaggle copy: a zip of class folders, size and checksum unknown.
+fn kaggle_like() -> Source {
+    Source {
+        name: "test-kaggle",
+        title: "test photos",
+        url: "https://example.invalid/cats.zip",
+        size: None,
+        md5: None,
+        format: Format::Zip,
+        layout: Layout::ClassFolders,
+    }
+}
+
+fn pet_entries() -> Vec<(&'static str, Vec<u8>)> {
+    vec![
+        ("images/Abyssinian_1.jpg", picture(1)),
+        ("images/Bengal_2.jpg", picture(2)),
+        ("images/beagle_1.jpg", picture(3)),
+        ("images/Abyssinian_1.mat", b"not a photo".to_vec()),
+        ("images/pug_7.jpg", Vec::new()),
+        (
+            "images/Persian_3.jpg",
+            b"<html>this is no JPEG</html>".to_vec(),
+        ),
+    ]
+}
+
+fn request(server: &Server, to: &Path) -> Request {
+    Request {
+        to: to.to_path_buf(),
+        mirror: Some(server.url.clone()),
+        archive: None,
+    }
+}
+
+fn get(source: &Source, request: &Request) -> anyhow::Result<Summary> {
+    download(source, request, &mut ())
+}
+
+fn error(result: anyhow::Result<Summary>) -> String {
+    format!("{:#}", result.expect_err("the download must fail"))
+}
+
+/// Everything in `dir`, as paths relative to it.
+fn listing(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for entry in fs::read_dir(dir).unwrap().flatten() {
+        if entry.path().is_dir() {
+            found.extend(
+                listing(&entry.path())
+                    .into_iter()
+                    .map(|p| Path::new(&entry.file_name()).join(p)),
+            );
+        } else {
+            found.push(PathBuf::from(entry.file_name()));
+        }
+    }
+    found.sort();
+    found
+}
+
+#[test]
+fn a_whole_download_is_checked_laid_out_by_class_and_not_fetched_twice() {
+    let archive = tar_gz(&pet_entries());
+    let source = pets(&archive);
+    let server = serve(archive, vec![Reply::Whole]);
+    let dir = tempfile::tempdir().unwrap();
+    let to = dir.path().join("pets");
+
+    let summary = get(&source, &request(&server, &to)).unwrap();
+    assert_eq!((summary.cats, summary.dogs), (2, 1), "{summary:?}");
+    assert_eq!(summary.other_entries, 1, "the .mat file");
+    let mut left_out = summary.left_out.clone();
+    left_out.sort();
+    assert_eq!(
+        left_out,
+        [
+            (
+                "images/Persian_3.jpg".to_string(),
+                "not an image".to_string()
+            ),
+            ("images/pug_7.jpg".to_string(), "empty".to_string())
+        ]
+    );
+    assert_eq!(fs::read(to.join("cat/Bengal_2.jpg")).unwrap(), picture(2));
+    assert_eq!(fs::read(to.join("dog/beagle_1.jpg")).unwrap(), picture(3));
+    assert_eq!(
+        listing(dir.path()),
+        [
+            "pets/.catdog-download.json",
+            "pets/cat/Abyssinian_1.jpg",
+            "pets/cat/Bengal_2.jpg",
+            "pets/dog/beagle_1.jpg"
+        ]
+        .map(PathBuf::from),
+        "the photos, and no archive or temporary folder left beside them"
+    );
+
+    // Run again: the folder is recognised and nothing is fetched.
+    let again = get(&source, &request(&server, &to)).unwrap();
+    assert!(again.already_there);
+    assert_eq!((again.cats, again.dogs), (2, 1));
+    assert_eq!(server.ranges.lock().unwrap().len(), 1, "one request in all");
+
+    // A folder that is something else is not touched.
+    let other = dir.path().join("mine");
+    fs::create_dir(&other).unwrap();
+    fs::write(other.join("notes.txt"), "mine").unwrap();
+    let err = error(get(&source, &request(&server, &other)));
+    assert!(err.contains("already exists"), "{err}");
+    assert_eq!(fs::read_to_string(other.join("notes.txt")).unwrap(), "mine");
+}
+
+#[test]
+fn a_dropped_connection_resumes_where_it_stopped() {
+    let archive = tar_gz(&pet_entries());
+    let half = archive.len() / 2;
+    let source = pets(&archive);
+    let server = serve(archive.clone(), vec![Reply::DropAfter(half), Reply::Whole]);
+    let dir = tempfile::tempdir().unwrap();
+    let to = dir.path().join("pets");
+
+    let err = error(get(&source, &request(&server, &to)));
+    assert!(
+        err.contains(&format!("stopped after {half} of {}", archive.len())),
+        "{err}"
+    );
+    assert!(
+        err.contains("run the same command again to resume"),
+        "{err}"
+    );
+    assert!(!to.exists(), "nothing unpacked from half an archive");
+    let part = dir.path().join("pets.images.tar.gz.part");
+    assert_eq!(fs::read(&part).unwrap(), archive[..half]);
+
+    let summary = get(&source, &request(&server, &to)).unwrap();
+    assert_eq!((summary.cats, summary.dogs), (2, 1));
+    assert_eq!(
+        summary.fetched_bytes,
+        (archive.len() - half) as u64,
+        "only the rest"
+    );
+    assert_eq!(
+        *server.ranges.lock().unwrap(),
+        [None, Some(format!("bytes={half}-"))]
+    );
+    assert!(!part.exists());
+}
+
+#[test]
+fn a_wrong_checksum_or_a_truncated_body_is_refused_before_unpacking() {
+    let archive = tar_gz(&pet_entries());
+    let dir = tempfile::tempdir().unwrap();
+    let to = dir.path().join("pets");
+    let part = dir.path().join("pets.images.tar.gz.part");
+
+    let mut damaged = archive.clone();
+    let middle = damaged.len() / 2;
+    damaged[middle] ^= 0xff;
+    let server = serve(damaged, vec![Reply::Whole]);
+    let err = error(get(&pets(&archive), &request(&server, &to)));
+    assert!(err.contains("has MD5") && err.contains("damaged"), "{err}");
+    assert!(err.contains("download it afresh"), "{err}");
+    assert!(!to.exists() && !part.exists(), "{:?}", listing(dir.path()));
+
+    // A server that sends part of the file as if it were all of it: the size gives it away
+    // where it is known...
+    let server = serve(archive.clone(), vec![Reply::Truncated(archive.len() - 10)]);
+    let err = error(get(&pets(&archive), &request(&server, &to)));
+    assert!(
+        err.contains(&format!("offers {} bytes", archive.len() - 10)),
+        "{err}"
+    );
+    assert!(!to.exists());
+
+    // ...and the structure where it is not.
+    let zipped = zip(&[
+        ("PetImages/Cat/1.jpg", picture(1)),
+        ("PetImages/Dog/1.jpg", picture(2)),
+    ]);
+    let server = serve(zipped.clone(), vec![Reply::Truncated(zipped.len() - 30)]);
+    let err = error(get(&kaggle_like(), &request(&server, &to)));
+    assert!(err.contains("is not a whole zip archive"), "{err}");
+    assert!(!to.exists());
+    assert_eq!(
+        listing(dir.path()),
+        Vec::<PathBuf>::new(),
+        "the bad download is removed"
+    );
+}
+
+#[test]
+fn http_errors_and_no_network_name_the_url_and_the_way_by_hand() {
+    let dir = tempfile::tempdir().unwrap();
+    let to = dir.path().join("pets");
+    let source = kaggle_like();
+    for (status, says) in [(404, "answered 404"), (500, "answered HTTP 500")] {
+        let server = serve(Vec::new(), vec![Reply::Status(status)]);
+        let err = error(get(&source, &request(&server, &to)));
+        assert!(err.contains(&format!("{}/cats.zip", server.url)), "{err}");
+        assert!(err.contains(says), "{err}");
+        assert!(err.contains("--archive cats.zip"), "{err}");
+    }
+    // Nothing listens on a port just freed.
+    let closed = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let offline = Request {
+        mirror: Some(format!("http://{closed}")),
+        ..request(&serve(Vec::new(), vec![Reply::Whole]), &to)
+    };
+    let started = std::time::Instant::now();
+    let err = error(get(&source, &offline));
+    assert!(
+        err.contains("cannot reach") && err.contains("by hand"),
+        "{err}"
+    );
+    assert!(started.elapsed().as_secs() < 20, "fails at once");
+    assert_eq!(listing(dir.path()), Vec::<PathBuf>::new());
+}
+
+#[test]
+fn entries_that_would_land_outside_the_folder_refuse_the_archive() {
+    let dir = tempfile::tempdir().unwrap();
+    let to = dir.path().join("sets/pets");
+    let escapes = [
+        (
+            Format::TarGz,
+            tar_gz(&[
+                ("images/Abyssinian_1.jpg", picture(1)),
+                ("../Bengal_1.jpg", picture(2)),
+            ]),
+            "../Bengal_1.jpg",
+        ),
+        (
+            Format::Zip,
+            zip(&[
+                ("PetImages/Dog/1.jpg", picture(1)),
+                ("PetImages/Cat/../../../2.jpg", picture(2)),
+            ]),
+            "../../2.jpg",
+        ),
+        (
+            Format::TarGz,
+            tar_gz(&[("/tmp/Bengal_9.jpg", picture(2))]),
+            "/tmp/Bengal_9.jpg",
+        ),
+    ];
+    for (format, archive, entry) in escapes {
+        let source = Source {
+            format,
+            layout: match format {
+                Format::TarGz => Layout::BreedCase,
+                Format::Zip => Layout::ClassFolders,
+            },
+            md5: None,
+            ..pets(&archive)
+        };
+        let server = serve(archive, vec![Reply::Whole]);
+        let err = error(get(&source, &request(&server, &to)));
+        assert!(
+            err.contains(entry) && err.contains("outside the folder"),
+            "{err}"
+        );
+        assert!(listing(dir.path()).is_empty(), "{:?}", listing(dir.path()));
+    }
+
+    // A link is refused too.
+    let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(
+        Vec::new(),
+        flate2::Compression::fast(),
+    ));
+    let mut header = tar::Header::new_gnu();
+    header.set_entry_type(tar::EntryType::Symlink);
+    header.set_path("images/Bengal_1.jpg").unwrap();
+    header.set_link_name("/etc/passwd").unwrap();
+    header.set_size(0);
+    header.set_cksum();
+    builder.append(&header, std::io::empty()).unwrap();
+    let archive = builder.into_inner().unwrap().finish().unwrap();
+    let source = Source {
+        md5: None,
+        ..pets(&archive)
+    };
+    let server = serve(archive, vec![Reply::Whole]);
+    let err = error(get(&source, &request(&server, &to)));
+    assert!(err.contains("the link \"images/Bengal_1.jpg\""), "{err}");
+    assert!(listing(dir.path()).is_empty());
+}
+
+#[test]
+fn the_command_downloads_through_a_mirror_and_unpacks_an_archive_by_hand() {
+    let dir = tempfile::tempdir().unwrap();
+    let archive = zip(&[
+        ("PetImages/Cat/1.jpg", picture(1)),
+        ("PetImages/Cat/Thumbs.db", b"windows".to_vec()),
+        ("PetImages/Dog/1.jpg", picture(2)),
+        ("PetImages/Dog/2.jpg", Vec::new()),
+        ("readme[1].txt", b"readme".to_vec()),
+    ]);
+    let server = serve(archive.clone(), vec![Reply::Whole]);
+    let to = dir.path().join("kaggle");
+    let output = catdog(&[
+        "download",
+        "kaggle",
+        "--mirror",
+        &server.url,
+        "--to",
+        to.to_str().unwrap(),
+    ]);
+    assert_success(&output);
+    let text = stdout(&output);
+    assert!(
+        text.contains("1 cat photos") && text.contains("1 dog photos"),
+        "{text}"
+    );
+    assert!(text.contains("PetImages/Dog/2.jpg (empty)"), "{text}");
+    assert!(
+        text.contains(&format!("catdog train --data {}", to.display())),
+        "{text}"
+    );
+    assert_eq!(fs::read(to.join("dog/1.jpg")).unwrap(), picture(2));
+
+    // The same archive, downloaded by hand: no network.
+    let file = dir.path().join("kagglecatsanddogs_5340.zip");
+    fs::write(&file, &archive).unwrap();
+    let by_hand = dir.path().join("by-hand");
+    let output = catdog(&[
+        "download",
+        "kaggle",
+        "--archive",
+        file.to_str().unwrap(),
+        "--to",
+        by_hand.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_success(&output);
+    let summary: serde_json::Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+    assert_eq!(
+        (summary["cats"].as_u64(), summary["dogs"].as_u64()),
+        (Some(1), Some(1))
+    );
+    assert!(
+        file.is_file(),
+        "an archive named with --archive is the user's: kept"
+    );
+
+    // oxford-pets' size and MD5 are the real ones: a test archive under its name is refused.
+    let server = serve(tar_gz(&pet_entries()), vec![Reply::Whole]);
+    let pets = dir.path().join("pets");
+    let output = catdog(&[
+        "download",
+        "oxford-pets",
+        "--mirror",
+        &server.url,
+        "--to",
+        pets.to_str().unwrap(),
+    ]);
+    assert_fails_with(&output, "the archive has 791918971");
+    assert!(!pets.exists());
+}
