@@ -63,8 +63,8 @@ pub(super) fn fetch(
             }
         }
         200 => (0, length),
-        // The part on disk is longer than the file: start again.
-        416 => {
+        // The part on disk is longer than the file: start again, once.
+        416 if have > 0 => {
             fs::remove_file(part).with_context(|| format!("cannot remove {}", part.display()))?;
             return fetch(url, part, expected, room, progress);
         }
