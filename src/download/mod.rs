@@ -336,3 +336,33 @@ fn move_into_place(unpacked: &Path, to: &Path) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn too_little_free_space_is_refused_with_both_figures() {
+        let dir = tempfile::tempdir().unwrap();
+        check_room(dir.path(), 1, "one byte").unwrap();
+        let err = check_room(dir.path(), u64::MAX, "the photos")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("free, the photos need") && err.contains("MiB"),
+            "{err}"
+        );
+        assert!(err.contains(&dir.path().display().to_string()), "{err}");
+    }
+
+    #[test]
+    fn a_mirror_serves_the_same_file_name() {
+        let pets = Source::named("oxford-pets").unwrap();
+        assert_eq!(
+            pets.url_at(Some("http://127.0.0.1:8000/sets/")),
+            "http://127.0.0.1:8000/sets/images.tar.gz"
+        );
+        assert_eq!(pets.url_at(None), pets.url);
+        assert!(Source::named("imagenet").is_none());
+    }
+}
