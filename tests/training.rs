@@ -422,6 +422,53 @@ fn flex_convolution_and_its_gradients_match_ndarray() {
     }
 }
 
+/// The model's 2×2 max-pool (flex's own, vendor/burn-flex/src/ops/patch/pool.rs) at
+/// inference and with its gradient: odd sizes, batch 1, ties; and a pooling it leaves to
+/// upstream.
+#[test]
+fn flex_max_pool_and_its_gradient_match_ndarray() {
+    use burn::tensor::module::max_pool2d;
+    use burn::tensor::ops::MaxPoolOptions;
+
+    // Whole numbers in 0..4: most windows hold ties, which must pick the same maximum.
+    let ties = burn::tensor::TensorData::new(
+        (0..2 * 3 * 6 * 6)
+            .map(|i| ((i * 7 + i / 5) % 4) as f32)
+            .collect::<Vec<_>>(),
+        [2, 3, 6, 6],
+    );
+    let cases = [
+        (random_data([3, 4, 8, 6]), false),
+        (random_data([2, 3, 7, 9]), false),
+        (random_data([1, 2, 2, 2]), false),
+        (random_data([1, 1, 5, 4]), false),
+        (ties, false),
+        (random_data([2, 2, 5, 5]), true),
+    ];
+    for (x, ceil_mode) in cases {
+        let case = format!("{:?}, ceil_mode {ceil_mode}", x.shape());
+        assert_flex_matches_ndarray(&case, |device, weights| {
+            let options = MaxPoolOptions {
+                kernel_size: [2, 2],
+                stride: [2, 2],
+                padding: [(0, 0), (0, 0)],
+                dilation: [1, 1],
+                ceil_mode,
+            };
+            let pool = |x: Tensor<4>| max_pool2d(x, options.clone());
+            let plain = pool(Tensor::<4>::from_data(x.clone(), device));
+            let tracked = Tensor::<4>::from_data(x.clone(), device).require_grad();
+            let y = pool(tracked.clone());
+            let grads = weights.weighted_sum(y.clone()).backward();
+            vec![
+                ("y at inference", plain.into_data()),
+                ("y", y.into_data()),
+                ("dx", tracked.grad(&grads).unwrap().into_data()),
+            ]
+        });
+    }
+}
+
 /// Training (batch statistics, with gradients) and inference (given statistics).
 #[test]
 fn flex_batch_norm_and_its_gradients_match_ndarray() {

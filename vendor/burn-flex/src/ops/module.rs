@@ -527,6 +527,10 @@ impl ModuleOps<Flex> for Flex {
         dilation: [usize; 2],
         ceil_mode: bool,
     ) -> FloatTensor<Flex> {
+        #[cfg(feature = "rayon")]
+        if patch::pool::applies(&x, kernel_size, stride, padding, dilation, ceil_mode) {
+            return patch::pool::max_pool2d_2x2(x);
+        }
         match x.dtype() {
             DType::F32 => {
                 pool::max_pool2d_f32(x, kernel_size, stride, padding, dilation, ceil_mode)
@@ -553,6 +557,14 @@ impl ModuleOps<Flex> for Flex {
         ceil_mode: bool,
         indices_dtype: IntDType,
     ) -> MaxPool2dWithIndices<Flex> {
+        #[cfg(feature = "rayon")]
+        if patch::pool::applies(&x, kernel_size, stride, padding, dilation, ceil_mode) {
+            let (output, mut indices) = patch::pool::max_pool2d_2x2_with_indices(x);
+            if indices.dtype() != DType::from(indices_dtype) {
+                indices = Flex::int_cast(indices, indices_dtype);
+            }
+            return MaxPool2dWithIndices::new(output, indices);
+        }
         let (output, mut indices) = match x.dtype() {
             DType::F32 => pool::max_pool2d_with_indices_f32(
                 x,

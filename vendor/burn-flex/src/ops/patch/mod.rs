@@ -4,6 +4,7 @@
 
 pub(crate) mod batch_norm;
 pub(crate) mod conv;
+pub(crate) mod pool;
 
 use burn_backend::DType;
 use burn_std::{Bytes, Shape, bf16, f16};
