@@ -2,7 +2,8 @@
 """catdog against PyTorch on this machine, side by side in one run.
 
 Runs `catdog bench --json` and bench/pytorch_reference.py with the same settings, one after
-the other, and prints each catdog backend's training and inference photos/s beside its
+the other, each with its batches made once before the clock starts (`--data-on-device`, so
+that both time forward, backward and the update alone), and prints each catdog backend's training and inference photos/s beside its
 PyTorch counterpart (the CPU backends against PyTorch on the CPU, wgpu against PyTorch on
 CUDA where there is one) with the ratio catdog/PyTorch.
 
@@ -42,8 +43,10 @@ def main():
     parser.add_argument("--json", metavar="FILE", help="also write both results to FILE")
     args = parser.parse_args()
 
+    # Both sides time the same work: the batches are made (normalised, in f32, on the
+    # device) once before the clock starts, so only forward, backward and the update count.
     common = ["--image-size", args.image_size, "--batch-size", args.batch_size,
-              "--seconds", args.seconds, "--repeats", args.repeats]
+              "--seconds", args.seconds, "--repeats", args.repeats, "--data-on-device"]
     catdog_command = [args.catdog, "bench", "--json"] + common
     if args.backends:
         catdog_command += ["--backends", args.backends]
@@ -53,16 +56,20 @@ def main():
 
     by_backend = {run["backend"]: run for run in pytorch["runs"]}
     print(f"SmallCnn, {args.image_size} px, batch {args.batch_size}, median photos/s of "
-          f"{args.repeats} windows of >= {args.seconds} s; {threads} CPU threads; torch {pytorch['torch_version']}")
-    header = ("catdog", "train", "infer", "PyTorch", "train", "infer", "train ratio", "infer ratio")
+          f"{args.repeats} windows of >= {args.seconds} s; {threads} CPU threads; torch {pytorch['torch_version']}; "
+          f"batches made before the clock starts on both sides")
+    header = ("catdog", "threads", "train", "infer", "PyTorch", "threads", "train", "infer",
+              "train ratio", "infer ratio")
     rows = [header]
     for run in catdog["runs"]:
         counterpart = by_backend.get("pytorch-cuda" if run["hardware_gpu"] else "pytorch-cpu")
         if counterpart is None:
             continue
         rows.append((
-            run["backend"], f"{run['train_images_per_sec']:.1f}", f"{run['infer_images_per_sec']:.1f}",
-            counterpart["backend"], f"{counterpart['train_images_per_sec']:.1f}",
+            run["backend"], "GPU" if run["hardware_gpu"] else threads,
+            f"{run['train_images_per_sec']:.1f}", f"{run['infer_images_per_sec']:.1f}",
+            counterpart["backend"], "GPU" if run["hardware_gpu"] else str(pytorch["settings"]["threads"]),
+            f"{counterpart['train_images_per_sec']:.1f}",
             f"{counterpart['infer_images_per_sec']:.1f}",
             f"{run['train_images_per_sec'] / counterpart['train_images_per_sec']:.2f}x",
             f"{run['infer_images_per_sec'] / counterpart['infer_images_per_sec']:.2f}x",
