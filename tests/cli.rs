@@ -215,6 +215,10 @@ fn train_without_data_uses_the_generated_pictures() {
     );
     assert!(err.contains("--model builtin"), "{err}");
     assert_eq!(stdout(&output).lines().count(), 2);
+    assert!(
+        err.contains("predicted 2 photos in") && err.contains("photos/s"),
+        "{err}"
+    );
 
     // Where no model was trained, the built-in one answers, and says so.
     let elsewhere = tempfile::tempdir().unwrap();
@@ -255,6 +259,10 @@ fn the_builtin_model_tells_real_cats_from_dogs() {
     assert_success(&output);
     let report: Value = serde_json::from_str(stdout(&output).trim()).unwrap();
     assert_eq!(report["model"], "builtin");
+    assert!(
+        report["infer_images_per_sec"].as_f64().unwrap() > 0.0,
+        "{report}"
+    );
     assert!(report["photos"].as_u64().unwrap() > 2000, "{report}");
     let accuracy = report["accuracy"].as_f64().unwrap();
     assert!(
@@ -738,6 +746,10 @@ fn eval_counts_what_predict_says_and_lists_the_mistakes() {
     let model_line = format!("model: {} (trained on {}", path(&model), path(&data));
     assert!(text.starts_with(&model_line), "{text}");
     assert!(text.contains("\naccuracy "), "{text}");
+    assert!(
+        text.contains("photos/s (decoded photos to probabilities)"),
+        "{text}"
+    );
     assert!(text.contains("confusion matrix"), "{text}");
     let picture = image::open(&sheet).expect("the contact sheet is a PNG");
     assert!(picture.width() >= 160 && picture.height() >= 160);

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Instant;
 
 use anyhow::{Result, bail};
 use clap::Args;
@@ -63,8 +64,11 @@ pub(super) fn run(args: PredictArgs) -> Result<ExitCode> {
         .max()
         .unwrap_or(0);
 
+    let started = Instant::now();
+    let results = predictor.predict_files(&photos);
+    let seconds = started.elapsed().as_secs_f64();
     let mut failures = 0;
-    for result in predictor.predict_files(&photos) {
+    for result in results {
         match result {
             Ok(prediction) if args.json => {
                 println!("{}", output::prediction_json(&prediction, &model))
@@ -75,6 +79,9 @@ pub(super) fn run(args: PredictArgs) -> Result<ExitCode> {
                 eprintln!("error: {}", format!("{err:#}").trim_end());
             }
         }
+    }
+    if photos.len() > 1 {
+        eprintln!("{}", output::prediction_speed(photos.len(), seconds));
     }
     if failures > 0 {
         eprintln!(

@@ -23,6 +23,10 @@ pub fn evaluation_text(evaluation: &Evaluation) -> String {
             evaluation.skipped_photos
         ));
     }
+    out.push_str(&format!(
+        "\nthe model ran at {:.0} photos/s (decoded photos to probabilities)",
+        evaluation.infer_images_per_sec
+    ));
     out.push_str("\n\nclass  photos  precision  recall\n");
     for figures in &evaluation.per_class {
         out.push_str(&format!(

@@ -18,7 +18,7 @@ pub use devices::{devices_json, devices_text};
 pub use download::download_summary;
 pub use eval::evaluation_text;
 pub use model::{REAL_PHOTOS, generated_model_note, model_line, model_name};
-pub use predict::{prediction_json, prediction_line};
+pub use predict::{prediction_json, prediction_line, prediction_speed};
 pub use progress::{TerminalBenchProgress, TerminalDownloadProgress, TerminalProgress};
 pub use train::{train_json, train_summary};
 

@@ -32,3 +32,12 @@ pub fn prediction_json(prediction: &Prediction, model: &ModelChoice) -> Value {
         "model": super::model_name(model),
     })
 }
+
+/// `predicted 2,001 photos in 3.1 s: 645 photos/s, decoding included`.
+pub fn prediction_speed(photos: usize, seconds: f64) -> String {
+    format!(
+        "predicted {} photos in {seconds:.1} s: {:.0} photos/s, decoding included",
+        crate::chart::format_count(photos as u64),
+        photos as f64 / seconds.max(1e-9)
+    )
+}
