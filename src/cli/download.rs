@@ -12,7 +12,7 @@ use crate::output::{self, TerminalDownloadProgress};
 #[derive(Debug, Args)]
 #[command(after_help = "Data sets:\n  \
     oxford-pets   the Oxford-IIIT Pet images: 7,390 photos of 37 breeds, 792 MB (CC BY-SA 4.0)\n  \
-    kaggle        Microsoft's copy of the Kaggle Dogs vs. Cats photos: about 25,000, 825 MB\n\n\
+    kaggle        Microsoft's copy of the Kaggle Dogs vs. Cats photos: about 25,000\n\n\
     Examples:\n  \
     catdog download oxford-pets                  # into data/oxford-pets/cat, …/dog\n  \
     catdog download kaggle --to ~/photos/kaggle\n  \
