@@ -51,7 +51,7 @@ pub(crate) fn sync_folder(dir: &Path) {
 }
 
 /// The folder `path` is in.
-fn folder_of(path: &Path) -> PathBuf {
+pub(crate) fn folder_of(path: &Path) -> PathBuf {
     match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
         _ => PathBuf::from("."),

@@ -17,7 +17,7 @@ use anyhow::{Context, Result, bail, ensure};
 use md5::{Digest, Md5};
 use serde::{Deserialize, Serialize};
 
-use crate::fs::{available_bytes, human_bytes, sync_folder, write_atomically};
+use crate::fs::{available_bytes, folder_of, human_bytes, sync_folder, write_atomically};
 
 pub use archive::{Format, Layout};
 
@@ -150,10 +150,7 @@ pub fn download(
     if let Some(summary) = finished_before(source, to)? {
         return Ok(summary);
     }
-    let parent = match to.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
+    let parent = folder_of(to);
     fs::create_dir_all(&parent)
         .with_context(|| format!("cannot create folder {}", parent.display()))?;
     let folder_name = to
@@ -331,9 +328,7 @@ fn move_into_place(unpacked: &Path, to: &Path) -> Result<()> {
     }
     fs::rename(unpacked, to)
         .with_context(|| format!("cannot rename {} to {}", unpacked.display(), to.display()))?;
-    if let Some(parent) = to.parent() {
-        sync_folder(parent);
-    }
+    sync_folder(&folder_of(to));
     Ok(())
 }
 
