@@ -605,3 +605,133 @@ fn a_diverging_loss_stops_training_and_leaves_the_folder_as_it_was() {
         "and so is its checkpoint"
     );
 }
+
+/// On wgpu, a run in `--precision flex32` saves an f32 model that predicts like it does in
+/// flex32, and a run killed after its first epoch resumes (network and AdamW's moments read
+/// back from f32 files into flex32) to the losses of a run never stopped.
+#[test]
+fn a_flex32_run_on_the_gpu_saves_f32_and_resumes_like_an_uninterrupted_one() {
+    let test = "a_flex32_run_on_the_gpu_saves_f32_and_resumes_like_an_uninterrupted_one";
+    if common::wgpu_or_skip(test).is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let train = |out: &Path| -> Vec<String> {
+        let args = [
+            "train",
+            "--backend",
+            "wgpu",
+            "--precision",
+            "flex32",
+            "--generated",
+            "240",
+            "--image-size",
+            "24",
+            "--epochs",
+            "4",
+            "--batch-size",
+            "16",
+            "--val-split",
+            "0.25",
+            "--seed",
+            "5",
+            "--json",
+            "--out",
+        ];
+        let out = out.display().to_string();
+        args.iter().map(|s| s.to_string()).chain([out]).collect()
+    };
+    let report = |output: &Output| -> Value {
+        assert_success(output);
+        serde_json::from_str(text(&output.stdout).trim()).unwrap()
+    };
+    let whole = dir.path().join("whole");
+    let whole_report = report(&command().args(train(&whole)).output().unwrap());
+    assert_eq!(whole_report["precision"], "flex32");
+    assert!(
+        whole_report["val_accuracy"].as_f64().unwrap() >= 0.7,
+        "flex32 learned only {}",
+        whole_report["val_accuracy"]
+    );
+    let header = common::weights_header(&whole);
+    assert!(
+        header.contains("\"F32\"") && !header.contains("Flex32"),
+        "{header}"
+    );
+
+    let killed = dir.path().join("killed");
+    let mut child = command()
+        .args(train(&killed))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    freeze_after_first_checkpoint(&killed, &mut child);
+    signal(&child, Signal::SIGKILL);
+    child.wait().unwrap();
+    let killed_arg = killed.display().to_string();
+    let resumed = report(
+        &command()
+            .args(["train", "--resume", "--backend", "wgpu", "--json", "--out"])
+            .arg(&killed_arg)
+            .output()
+            .unwrap(),
+    );
+    let losses = |report: &Value| -> Vec<f64> {
+        report["per_epoch"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|e| [e["train_loss"].as_f64(), e["val_loss"].as_f64()])
+            .map(Option::unwrap)
+            .collect()
+    };
+    let (whole_losses, resumed_losses) = (losses(&whole_report), losses(&resumed));
+    assert_eq!(whole_losses.len(), resumed_losses.len());
+    for (w, r) in whole_losses.iter().zip(&resumed_losses) {
+        assert!(
+            (w - r).abs() < 1e-3,
+            "uninterrupted {whole_losses:?}, resumed {resumed_losses:?}"
+        );
+    }
+
+    let pictures = dir.path().join("pictures");
+    let pictures_arg = pictures.display().to_string();
+    assert_success(&catdog(&[
+        "synth",
+        "--out",
+        &pictures_arg,
+        "--count",
+        "4",
+        "--size",
+        "24",
+    ]));
+    let whole_arg = whole.display().to_string();
+    let cat_probabilities = |precision: &str| -> Vec<f64> {
+        let output = catdog(&[
+            "predict",
+            "--backend",
+            "wgpu",
+            "--precision",
+            precision,
+            "--json",
+            "--model",
+            &whole_arg,
+            &pictures_arg,
+        ]);
+        assert_success(&output);
+        text(&output.stdout)
+            .lines()
+            .map(|line| {
+                serde_json::from_str::<Value>(line).unwrap()["probabilities"]["cat"]
+                    .as_f64()
+                    .unwrap()
+            })
+            .collect()
+    };
+    let (flex, full) = (cat_probabilities("flex32"), cat_probabilities("f32"));
+    assert_eq!(flex.len(), 4);
+    for (x, f) in flex.iter().zip(&full) {
+        assert!((x - f).abs() < 0.02, "flex32 {flex:?}, f32 {full:?}");
+    }
+}

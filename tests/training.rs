@@ -581,7 +581,16 @@ fn train_refuses_options_it_cannot_use() {
 fn the_vendored_burn_crates_are_the_ones_compiled_in() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let lock = std::fs::read_to_string(root.join("Cargo.lock")).unwrap();
-    for name in ["burn-flex", "burn-optim", "cubecl-wgpu"] {
+    let mut names: Vec<String> = std::fs::read_dir(root.join("vendor"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["burn-flex", "burn-optim", "burn-store", "cubecl-wgpu"]
+    );
+    for name in &names {
         let manifest =
             std::fs::read_to_string(root.join("vendor").join(name).join("Cargo.toml")).unwrap();
         let version = manifest

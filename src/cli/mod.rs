@@ -105,7 +105,6 @@ fn model_choice(arg: Option<PathBuf>) -> ModelChoice {
 
 /// `--backend` opened for a saved model (predict, eval), computing in `--precision`.
 fn open_backend(choice: BackendChoice, precision: Precision) -> Result<Backend> {
-    precision.check_storable("load a model")?;
     let mut backend = device::select(choice)?.backend;
     backend.set_precision(precision)?;
     Ok(backend)

@@ -38,7 +38,7 @@ impl Precision {
                 "16-bit floats for weights and activations (GPU only); the loss in f32"
             }
             Precision::Flex32 => {
-                "Stored as f32, computed at half precision where the GPU allows (GPU, bench only)"
+                "Stored as f32, computed at half precision where the GPU allows (GPU only)"
             }
         }
     }
@@ -58,21 +58,6 @@ impl Precision {
             Precision::F16 => FloatDType::F16,
             Precision::Flex32 => FloatDType::Flex32,
         }
-    }
-}
-
-impl Precision {
-    /// Refuses a precision whose weights cannot go through a model file: burn 0.22's stores
-    /// refuse flex32 tensors when saving and when loading, so flex32 only runs in the bench.
-    pub(crate) fn check_storable(self, what: &str) -> Result<()> {
-        if self == Precision::Flex32 {
-            bail!(
-                "--precision flex32 cannot {what}: burn 0.22's model files refuse flex32 \
-                 tensors, saving and loading alike; use --precision f16 (or flex32 in `catdog \
-                 bench`, which stores nothing)"
-            );
-        }
-        Ok(())
     }
 }
 

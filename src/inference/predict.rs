@@ -33,7 +33,6 @@ pub struct Predictor {
 impl Predictor {
     /// Loads the chosen model onto `backend`, whichever backend trained it.
     pub fn load(choice: &ModelChoice, backend: &Backend) -> Result<Predictor> {
-        backend.precision.check_storable("load a model")?;
         let (model, info) = choice.load(&backend.device)?;
         Ok(Predictor {
             model,

@@ -123,7 +123,6 @@ pub fn train(
     progress: &mut dyn TrainProgress,
 ) -> Result<TrainOutcome> {
     options.check()?;
-    options.precision.check_storable("train a model")?;
     let mut backend = backend.clone();
     backend.set_precision(options.precision)?;
     let backend = &backend;

@@ -60,6 +60,14 @@ pub fn weights_file(model: &std::path::Path) -> PathBuf {
     model.join(info["weights_file"].as_str().unwrap())
 }
 
+/// The safetensors header of the model in `model`, which names each tensor's dtype: after an
+/// 8-byte length, that many bytes of JSON.
+pub fn weights_header(model: &std::path::Path) -> String {
+    let weights = std::fs::read(weights_file(model)).unwrap();
+    let length = u64::from_le_bytes(weights[..8].try_into().unwrap()) as usize;
+    String::from_utf8(weights[8..8 + length].to_vec()).unwrap()
+}
+
 /// The `catdog` binary, to be given arguments and started.
 pub fn command() -> Command {
     Command::new(env!("CARGO_BIN_EXE_catdog"))

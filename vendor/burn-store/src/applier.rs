@@ -8,7 +8,7 @@ use alloc::vec::Vec;
 use hashbrown::{HashMap, HashSet};
 
 use burn_core::module::{ModuleMapper, Param, ParamId};
-use burn_core::tensor::{Bool, DType, Device, Int, Shape, Tensor};
+use burn_core::tensor::{Bool, DType, Device, Float, FloatDType, Int, Shape, Tensor, TensorData};
 
 use burn_pack::Tensor as PackTensor;
 
@@ -207,13 +207,14 @@ impl Applier {
     ///
     /// Returns the loaded tensor and the source's persisted [`ParamId`], or `None` for that id
     /// when the source format carries no parameter identity (e.g. PyTorch, Safetensors). Callers
-    /// must keep the target parameter's own id in that case.
+    /// must keep the target parameter's own id in that case. The flag says the source was
+    /// Flex32 and the tensor F32, to be cast (catdog's patch).
     fn apply_tensor<const D: usize, K>(
         &mut self,
         target_device: &Device,
         target_shape: Shape,
         target_dtype: TargetDType,
-    ) -> Option<(Tensor<D, K>, Option<ParamId>)>
+    ) -> Option<(Tensor<D, K>, Option<ParamId>, bool)>
     where
         K: burn_core::tensor::kind::Basic,
     {
@@ -309,7 +310,16 @@ impl Applier {
         }
 
         self.applied.push(path);
-        Some((Tensor::from_data(data, (target_device, dtype)), source_id))
+        // catdog's patch: `from_data` cannot make a Flex32 tensor (it converts the values to
+        // f32 and keeps them F32, or panics on data tagged Flex32), so a Flex32 source becomes
+        // an F32 tensor here and `map_float` casts it.
+        if dtype == DType::Flex32 {
+            let (bytes, shape, _) = data.into_parts();
+            let data = TensorData::from_bytes(bytes, shape, DType::F32);
+            let tensor = Tensor::from_data(data, (target_device, DType::F32));
+            return Some((tensor, source_id, true));
+        }
+        Some((Tensor::from_data(data, (target_device, dtype)), source_id, false))
     }
 }
 
@@ -340,8 +350,19 @@ impl ModuleMapper for Applier {
         let target_shape = param.lazy_shape();
 
         // Try to apply the loaded tensor with shape validation
-        match self.apply_tensor(&target_device, target_shape, TargetDType::Float) {
-            Some((tensor, source_id)) => {
+        match self.apply_tensor::<D, Float>(&target_device, target_shape, TargetDType::Float) {
+            Some((tensor, source_id, flex32)) => {
+                // Detached: the cast's output is a leaf again, as a loaded parameter must be.
+                // The syncs run the cast on its own: burn 0.22's wgpu fuses a cast to Flex32
+                // with the operations around it wrongly (see catdog's burn-optim patch).
+                let tensor = if flex32 {
+                    let _ = tensor.device().sync();
+                    let tensor = tensor.cast(FloatDType::Flex32).detach();
+                    let _ = tensor.device().sync();
+                    tensor
+                } else {
+                    tensor
+                };
                 // Prefer the source's persisted ParamId so optimizer state (keyed by ParamId)
                 // survives save/load cycles, but keep the target's id when the source format
                 // carries no identity of its own.
@@ -361,7 +382,7 @@ impl ModuleMapper for Applier {
 
         // Try to apply the loaded tensor with shape validation
         match self.apply_tensor(&target_device, target_shape, TargetDType::Int) {
-            Some((tensor, source_id)) => {
+            Some((tensor, source_id, _)) => {
                 param.transform_for_load(tensor, source_id.unwrap_or(param_id))
             }
             None => {
@@ -381,7 +402,7 @@ impl ModuleMapper for Applier {
 
         // Try to apply the loaded tensor with shape validation
         match self.apply_tensor(&target_device, target_shape, TargetDType::Bool) {
-            Some((tensor, source_id)) => {
+            Some((tensor, source_id, _)) => {
                 param.transform_for_load(tensor, source_id.unwrap_or(param_id))
             }
             None => {

@@ -117,7 +117,13 @@ pub fn deferred(
         // The byte length is checked downstream, but two dtypes of the same width (F32 and
         // I32, say) produce identical lengths, and the declared one is what a reader will
         // reinterpret the bytes as. Nothing else catches that, so check it here.
-        if data.dtype() != dtype || *data.shape() != declared {
+        // catdog's patch: a Flex32 tensor's data is f32 (Flex32 is stored as f32, and
+        // `to_data` says F32), so that is what a Flex32 declaration expects.
+        let produced = match (dtype, data.dtype()) {
+            (DType::Flex32, DType::F32) => DType::Flex32,
+            (_, produced) => produced,
+        };
+        if produced != dtype || *data.shape() != declared {
             return Err(PackError::ValidationError(format!(
                 "provider produced {:?} {:?}, but the tensor declared {:?} {:?}",
                 data.dtype(),

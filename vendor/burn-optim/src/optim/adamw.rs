@@ -2,7 +2,7 @@ use burn_core as burn;
 
 use crate::RecordState;
 use burn::config::Config;
-use burn::tensor::Device;
+use burn::tensor::{Device, FloatDType};
 use burn::tensor::Tensor;
 
 use super::{AdaptiveMomentumState, Optimizer, module_optimizer::ModuleOptimizer};
@@ -164,6 +164,18 @@ impl AdaptiveMomentumW {
         let factor_2 = 1.0 - self.beta_2;
 
         let state = if let Some(mut state) = state {
+            // catdog's patch: state read back from a Flex32 run is F32 (burn cannot make a
+            // Flex32 tensor from data), and F32 and Flex32 tensors do not mix: compute in the
+            // gradient's type. The syncs run the casts apart from what comes before and after:
+            // fused with either, burn 0.22's wgpu computed wrong moments (PATCHED.md).
+            if state.moment_1.dtype() != grad.dtype() {
+                let dtype = FloatDType::from(grad.dtype());
+                let _ = grad.device().sync();
+                state.moment_1 = state.moment_1.cast(dtype);
+                state.moment_2 = state.moment_2.cast(dtype);
+                state.max_moment_2 = state.max_moment_2.map(|max| max.cast(dtype));
+                let _ = grad.device().sync();
+            }
             // Update first moment estimate.
             state.moment_1 = state
                 .moment_1

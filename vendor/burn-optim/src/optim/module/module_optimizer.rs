@@ -14,7 +14,7 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use burn::module::{Module, ModuleMapper, Param, ParamId};
 use burn::store::RecordError;
-use burn::tensor::{Bytes, Device, Tensor};
+use burn::tensor::{Bytes, DType, Device, Tensor, TensorData};
 use hashbrown::HashMap;
 
 /// Scalar key (per parameter) under which the parameter's state rank is persisted.
@@ -286,6 +286,15 @@ impl ModuleOptimizer {
             let id = param_id.expect("Optimizer record tensors should carry a parameter id.");
             // Fall back to inferring rank from a tensor shape if no `__rank` scalar was present.
             ranks.entry(id).or_insert(data.rank());
+            // catdog's patch: state saved from a Flex32 device is tagged Flex32, which
+            // `Tensor::from_data` refuses ("Unsupported dtype"); its bytes are f32.
+            let data = match data.dtype() {
+                DType::Flex32 => {
+                    let (bytes, shape, _) = data.into_parts();
+                    TensorData::from_bytes(bytes, shape, DType::F32)
+                }
+                _ => data,
+            };
             source.insert_tensor(name, data);
         }
 
