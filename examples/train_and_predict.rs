@@ -38,7 +38,7 @@ fn main() -> anyhow::Result<()> {
         }
     };
     let predictor = Predictor::load(&ModelChoice::Folder(options.out.clone()), &backend)?;
-    for prediction in predictor.predict_files(&[photo]) {
+    for prediction in predictor.predict_files(&[photo])? {
         let prediction = prediction?;
         println!(
             "{}: {} ({:.0} %)",

@@ -25,7 +25,9 @@ use crate::data::{
     AugmentEpoch, Dataset, DecodeWatch, DeviceBatch, HostBatch, ImageSet, Normalization, Sample,
     batch_indices, batch_rng, decode_photos, load_or_decode, prefetch, synth,
 };
-use crate::device::{self, Backend, BackendKind, CpuInfo, GpuAdapter, Precision, explain_panic};
+use crate::device::{
+    self, Backend, BackendKind, Batch, CpuInfo, GpuAdapter, Precision, explain_panic,
+};
 use crate::inference::{class_probabilities, log_probabilities_on_device};
 use crate::training::{FitSettings, Trainer, median};
 
@@ -283,10 +285,10 @@ fn bench_backend(
     let infer = measure(settings, || {
         step += 1;
         let indices = &batches[step % batches.len()];
-        explain_panic(indices.len(), || match resident.get(step % batches.len()) {
-            Some((_, images)) => {
+        match resident.get(step % batches.len()) {
+            Some((_, images)) => explain_panic(Batch::Chosen(indices.len()), || {
                 log_probabilities_on_device(&model, images.clone(), false);
-            }
+            })?,
             None => {
                 let images: Vec<&[u8]> = indices.iter().map(|&i| pictures.image(i)).collect();
                 class_probabilities(
@@ -296,9 +298,9 @@ fn bench_backend(
                     &normalization,
                     &backend.device,
                     false,
-                );
+                )?;
             }
-        })?;
+        }
         Ok(indices.len())
     })?;
 

@@ -137,7 +137,8 @@ fn a_saved_model_predicts_the_same_on_every_backend() {
     let flex = cpu_backend(CpuBackend::Flex);
     let normalization = Normalization::default();
     let images: Vec<&[u8]> = (0..val.len()).map(|i| val.image(i)).collect();
-    let expected = class_probabilities(&model, &images, size, &normalization, &flex.device, false);
+    let expected =
+        class_probabilities(&model, &images, size, &normalization, &flex.device, false).unwrap();
 
     let dir = tempfile::tempdir().unwrap();
     let info = ModelInfo {
@@ -168,7 +169,7 @@ fn a_saved_model_predicts_the_same_on_every_backend() {
         let choice = ModelChoice::Folder(dir.path().to_path_buf());
         let predictor = Predictor::load(&choice, &backend).unwrap();
         assert_eq!(predictor.info().classes, info.classes);
-        let got = predictor.probabilities(&images);
+        let got = predictor.probabilities(&images).unwrap();
         assert_eq!(got.len(), expected.len());
         for (row, (g, e)) in got.iter().zip(&expected).enumerate() {
             for (gv, ev) in g.iter().zip(e) {
@@ -240,7 +241,7 @@ fn fit_against_swapped_labels(epochs: usize, patience: Option<usize>) -> (f64, V
         &mut (),
     )
     .unwrap();
-    let (_, accuracy) = evaluate(&model, &val, &normalization, &backend.device, 32);
+    let (_, accuracy) = evaluate(&model, &val, &normalization, &backend.device, 32).unwrap();
     (accuracy, history)
 }
 
@@ -292,7 +293,7 @@ fn flip_averages_a_photo_with_its_mirror_image() {
         .collect();
     let mirrored: Vec<&[u8]> = mirrored.iter().map(Vec::as_slice).collect();
     let probabilities = |images: &[&[u8]], flip| {
-        class_probabilities(&model, images, size, &normalization, &flex.device, flip)
+        class_probabilities(&model, images, size, &normalization, &flex.device, flip).unwrap()
     };
     let (plain, of_mirrored) = (
         probabilities(&images, false),

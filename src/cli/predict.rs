@@ -65,7 +65,7 @@ pub(super) fn run(args: PredictArgs) -> Result<ExitCode> {
         .unwrap_or(0);
 
     let started = Instant::now();
-    let results = predictor.predict_files(&photos);
+    let results = predictor.predict_files(&photos)?;
     let seconds = started.elapsed().as_secs_f64();
     let mut failures = 0;
     for result in results {

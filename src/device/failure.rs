@@ -13,9 +13,26 @@ use anyhow::{Result, anyhow};
 /// GPU runtime works on threads of its own and raises their panics again on the caller's.
 static EXPLAINING: AtomicUsize = AtomicUsize::new(0);
 
-/// Runs `work`; a panic inside it becomes an error explaining it. `batch` is the work's batch
-/// size, which an out-of-memory message suggests lowering.
-pub(crate) fn explain_panic<T>(batch: usize, work: impl FnOnce() -> T) -> Result<T> {
+/// The photos a piece of work sends to the device at once: what an out-of-memory message
+/// names, and says how to lower.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Batch {
+    /// Set by `--batch-size` and shaped by `--image-size` (training, validation, the bench).
+    Chosen(usize),
+    /// catdog's own, at the model's size (`predict`, `eval`).
+    Fixed(usize),
+}
+
+impl Batch {
+    pub(crate) fn size(self) -> usize {
+        match self {
+            Batch::Chosen(size) | Batch::Fixed(size) => size,
+        }
+    }
+}
+
+/// Runs `work`; a panic inside it becomes an error explaining it.
+pub(crate) fn explain_panic<T>(batch: Batch, work: impl FnOnce() -> T) -> Result<T> {
     static HOOK: Once = Once::new();
     HOOK.call_once(|| {
         let default = panic::take_hook();
@@ -41,7 +58,7 @@ pub(crate) fn explain_panic<T>(batch: usize, work: impl FnOnce() -> T) -> Result
 }
 
 /// What a panic's message means for the user.
-fn describe(message: &str, batch: usize) -> String {
+fn describe(message: &str, batch: Batch) -> String {
     let lower = message.to_lowercase();
     let first_line = message.lines().next().unwrap_or(message).trim();
     if [
@@ -54,13 +71,19 @@ fn describe(message: &str, batch: usize) -> String {
     .iter()
     .any(|s| lower.contains(s))
     {
-        let smaller = match batch {
-            0 | 1 => String::new(),
-            _ => format!(" --batch-size, such as {}, or a smaller", batch / 2),
+        let remedy = match batch {
+            Batch::Chosen(0 | 1) => "try a smaller --image-size".to_string(),
+            Batch::Chosen(size) => format!(
+                "try a smaller --batch-size, such as {}, or a smaller --image-size",
+                size / 2
+            ),
+            Batch::Fixed(_) => {
+                "free the GPU's memory (other programs using it?) or use --backend cpu".to_string()
+            }
         };
         format!(
-            "the device ran out of memory on a batch of {batch} photos ({first_line}): try a \
-             smaller{smaller} --image-size"
+            "the device ran out of memory on a batch of {} photos ({first_line}): {remedy}",
+            batch.size()
         )
     } else if ["device lost", "devicelost", "lost device", "poisoned"]
         .iter()
@@ -83,7 +106,7 @@ mod tests {
     #[test]
     fn out_of_memory_names_the_batch_and_a_smaller_one() {
         // The message cubecl's storage gives (`IoError::OutOfMemory` in cubecl-runtime).
-        let err = explain_panic(512, || {
+        let err = explain_panic(Batch::Chosen(512), || {
             panic!("out of device memory allocating 17179869184 bytes\nbacktrace")
         })
         .unwrap_err()
@@ -91,11 +114,18 @@ mod tests {
         assert!(err.contains("batch of 512 photos"), "{err}");
         assert!(err.contains("--batch-size, such as 256"), "{err}");
         assert!(!err.contains("backtrace"), "{err}");
+        // predict and eval have no --batch-size to lower.
+        let err = explain_panic(Batch::Fixed(64), || panic!("out of device memory"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("batch of 64 photos"), "{err}");
+        assert!(!err.contains("--batch-size"), "{err}");
+        assert!(err.contains("--backend cpu"), "{err}");
     }
 
     #[test]
     fn a_panic_raised_again_from_another_thread_is_explained() {
-        let err = explain_panic(64, || {
+        let err = explain_panic(Batch::Chosen(64), || {
             let worker = std::thread::spawn(|| panic!("out of device memory allocating 9 bytes"));
             let Err(payload) = worker.join();
             panic::resume_unwind(payload);
@@ -107,16 +137,16 @@ mod tests {
 
     #[test]
     fn a_lost_device_and_other_panics_are_errors_too() {
-        let lost = explain_panic(32, || {
+        let lost = explain_panic(Batch::Chosen(32), || {
             panic!("The device is poisoned\nCaused by: DeviceLost")
         })
         .unwrap_err()
         .to_string();
         assert!(lost.contains("the GPU stopped working"), "{lost}");
-        let other = explain_panic(32, || panic!("index out of bounds"))
+        let other = explain_panic(Batch::Chosen(32), || panic!("index out of bounds"))
             .unwrap_err()
             .to_string();
         assert!(other.contains("index out of bounds"), "{other}");
-        assert_eq!(explain_panic(32, || 7).unwrap(), 7);
+        assert_eq!(explain_panic(Batch::Chosen(32), || 7).unwrap(), 7);
     }
 }

@@ -16,5 +16,5 @@ pub use hardware::{AdapterKind, GpuAdapter, hardware_gpu};
 pub use precision::Precision;
 
 pub(crate) use backend::{Plan, plan};
-pub(crate) use failure::explain_panic;
+pub(crate) use failure::{Batch, explain_panic};
 pub(crate) use hardware::{CpuInfo, all_gpu_adapters, cpu_info};

@@ -12,6 +12,7 @@ use super::{Predictor, log_probabilities, most_probable};
 use crate::data::{
     Dataset, DecodeWatch, ImageSet, Normalization, Skipped, check_val_split, load_or_decode,
 };
+use crate::device::Batch;
 use crate::model::{ModelInfo, SmallCnn};
 
 /// Mean cross-entropy and accuracy of `model` on `set`, `batch_size` pictures at a time.
@@ -21,7 +22,7 @@ pub fn evaluate(
     normalization: &Normalization,
     device: &Device,
     batch_size: usize,
-) -> (f64, f64) {
+) -> Result<(f64, f64)> {
     let images: Vec<&[u8]> = (0..set.len()).map(|i| set.image(i)).collect();
     let rows = log_probabilities(
         model,
@@ -30,8 +31,8 @@ pub fn evaluate(
         normalization,
         device,
         false,
-        batch_size,
-    );
+        Batch::Chosen(batch_size),
+    )?;
     let mut loss_sum = 0.0;
     let mut correct = 0;
     for (row, &label) in rows.iter().zip(set.labels()) {
@@ -41,10 +42,10 @@ pub fn evaluate(
             .unwrap_or(0);
         correct += usize::from(predicted == label);
     }
-    (
+    Ok((
         loss_sum / set.len() as f64,
         correct as f64 / set.len() as f64,
-    )
+    ))
 }
 
 /// One class's figures: of the photos predicted as it, how many are it (precision); of the
@@ -154,7 +155,7 @@ pub fn evaluate_folder(
     let mut mistakes = Vec::new();
     let pixels: Vec<&[u8]> = chosen.iter().map(|&(i, _)| images.image(i)).collect();
     let started = Instant::now();
-    let all_probabilities = predictor.probabilities(&pixels);
+    let all_probabilities = predictor.probabilities(&pixels)?;
     let infer_images_per_sec = chosen.len() as f64 / started.elapsed().as_secs_f64();
     for (&(i, path), probabilities) in chosen.iter().zip(all_probabilities) {
         let (predicted, probability) = most_probable(&probabilities);

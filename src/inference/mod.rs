@@ -8,9 +8,11 @@ mod contact_sheet;
 mod evaluation;
 mod predict;
 
+use anyhow::Result;
 use burn::tensor::{Device, Tensor};
 
 use crate::data::{Normalization, images_on};
+use crate::device::{Batch, explain_panic};
 use crate::model::SmallCnn;
 
 pub use evaluation::evaluate;
@@ -25,8 +27,9 @@ pub(crate) use evaluation::{Evaluation, Mistake, Photos, evaluate_folder, held_o
 const BATCH: usize = 64;
 
 /// Natural logarithms of the class probabilities of `images` (each `size × size × 3` bytes),
-/// one row per image, sent to the device `batch` at a time. With `flip`, the probabilities
-/// are the mean of the image's and its mirror image's.
+/// one row per image, sent to the device a `batch` at a time. With `flip`, the probabilities
+/// are the mean of the image's and its mirror image's. A device failing (out of memory, lost)
+/// is an error saying what to try.
 pub(crate) fn log_probabilities(
     model: &SmallCnn,
     images: &[&[u8]],
@@ -34,14 +37,16 @@ pub(crate) fn log_probabilities(
     normalization: &Normalization,
     device: &Device,
     flip: bool,
-    batch: usize,
-) -> Vec<Vec<f64>> {
+    batch: Batch,
+) -> Result<Vec<Vec<f64>>> {
     let mut rows = Vec::with_capacity(images.len());
-    for chunk in images.chunks(batch.max(1)) {
-        let input = images_on(normalization.to_chw(chunk.iter().copied(), size), device);
-        rows.extend(log_probabilities_on_device(model, input, flip));
+    for chunk in images.chunks(batch.size().max(1)) {
+        let pixels = normalization.to_chw(chunk.iter().copied(), size);
+        rows.extend(explain_panic(batch, || {
+            log_probabilities_on_device(model, images_on(pixels, device), flip)
+        })?);
     }
-    rows
+    Ok(rows)
 }
 
 /// [`log_probabilities`] of a batch already on the device, normalised.
@@ -76,17 +81,10 @@ pub fn class_probabilities(
     normalization: &Normalization,
     device: &Device,
     flip: bool,
-) -> Vec<Vec<f32>> {
-    let batch = images.len();
-    probabilities(log_probabilities(
-        model,
-        images,
-        size,
-        normalization,
-        device,
-        flip,
-        batch,
-    ))
+) -> Result<Vec<Vec<f32>>> {
+    let batch = Batch::Chosen(images.len());
+    let rows = log_probabilities(model, images, size, normalization, device, flip, batch)?;
+    Ok(probabilities(rows))
 }
 
 /// Log-probability rows as probabilities.
@@ -121,4 +119,27 @@ pub(crate) fn most_probable(probabilities: &[f32]) -> (usize, f32) {
         .enumerate()
         .max_by(|a, b| a.1.total_cmp(&b.1))
         .unwrap_or((0, 0.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::{CpuBackend, cpu_backend};
+
+    /// A panic inside the network (burn's way of reporting a device out of memory or lost)
+    /// comes back from prediction as an error, not as a crash. Here the panic is a real one
+    /// from burn: the network is on ndarray, the photos are sent to flex.
+    #[test]
+    fn a_panic_in_the_network_is_an_error() {
+        let model = SmallCnn::new(2, 0.0, &cpu_backend(CpuBackend::Ndarray).device);
+        let flex = cpu_backend(CpuBackend::Flex).device;
+        let photos = [[0u8; 3 * 8 * 8]; 3];
+        let photos: Vec<&[u8]> = photos.iter().map(|p| p.as_slice()).collect();
+        let normalization = Normalization::default();
+        let batch = Batch::Fixed(2);
+        let err = log_probabilities(&model, &photos, 8, &normalization, &flex, false, batch)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("the computation stopped"), "{err}");
+    }
 }

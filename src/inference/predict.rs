@@ -7,7 +7,7 @@ use burn::tensor::Device;
 
 use super::{BATCH, log_probabilities, most_probable, probabilities};
 use crate::data::decode_photos;
-use crate::device::Backend;
+use crate::device::{Backend, Batch};
 use crate::model::{ModelChoice, ModelInfo, SmallCnn};
 
 /// What the model thinks one photo shows.
@@ -64,13 +64,14 @@ impl Predictor {
 
     /// Predicts each photo; a photo that cannot be read gets its own error, the others
     /// are still predicted. Results come in the order of `paths`.
-    pub fn predict_files(&self, paths: &[PathBuf]) -> Vec<Result<Prediction>> {
+    /// The outer error is the device failing, which ends the whole run.
+    pub fn predict_files(&self, paths: &[PathBuf]) -> Result<Vec<Result<Prediction>>> {
         let mut results = Vec::with_capacity(paths.len());
         // A chunk at a time, so that a large folder is never all in memory at once.
         for chunk in paths.chunks(BATCH) {
             let decoded = decode_photos(chunk, self.info.image_size, &|| {});
             let pixels: Vec<&[u8]> = decoded.iter().filter_map(|d| d.as_deref().ok()).collect();
-            let mut probabilities = self.probabilities(&pixels).into_iter();
+            let mut probabilities = self.probabilities(&pixels)?.into_iter();
             for (path, decoded) in chunk.iter().zip(decoded) {
                 results.push(decoded.map(|_| {
                     let probabilities = probabilities.next().expect("one row per decoded photo");
@@ -78,20 +79,21 @@ impl Predictor {
                 }));
             }
         }
-        results
+        Ok(results)
     }
 
     /// Class probabilities of images already at the model's size (`size × size × 3` bytes).
-    pub fn probabilities(&self, images: &[&[u8]]) -> Vec<Vec<f32>> {
-        probabilities(log_probabilities(
+    pub fn probabilities(&self, images: &[&[u8]]) -> Result<Vec<Vec<f32>>> {
+        let rows = log_probabilities(
             &self.model,
             images,
             self.info.image_size,
             &self.info.normalization,
             &self.device,
             self.flip,
-            BATCH,
-        ))
+            Batch::Fixed(BATCH),
+        )?;
+        Ok(probabilities(rows))
     }
 
     fn prediction(&self, path: &Path, probabilities: Vec<f32>) -> Prediction {

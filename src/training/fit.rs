@@ -128,7 +128,8 @@ pub(crate) fn fit_from(
             ControlFlow::Continue(timing) => timing,
             ControlFlow::Break(stopped) => return Ok(stopped),
         };
-        let (val_loss, val_accuracy) = validate(run, &state.trainer);
+        let (val_loss, val_accuracy) = validate(run, &state.trainer)
+            .with_context(|| format!("validation after epoch {epoch} stopped"))?;
         let stats = EpochStats {
             epoch,
             train_loss: state.position.loss_sum / run.train.len() as f64,
@@ -288,9 +289,9 @@ fn run_epoch(
 
 /// Validation loss and accuracy of the network as trained so far; `None` without
 /// validation photos.
-fn validate(run: &FitRun, trainer: &Trainer) -> (Option<f64>, Option<f64>) {
+fn validate(run: &FitRun, trainer: &Trainer) -> Result<(Option<f64>, Option<f64>)> {
     if run.val.is_empty() {
-        return (None, None);
+        return Ok((None, None));
     }
     let (loss, accuracy) = evaluate(
         &trainer.model().valid(),
@@ -298,8 +299,8 @@ fn validate(run: &FitRun, trainer: &Trainer) -> (Option<f64>, Option<f64>) {
         run.normalization,
         run.device,
         run.settings.batch_size,
-    );
-    (Some(loss), Some(accuracy))
+    )?;
+    Ok((Some(loss), Some(accuracy)))
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use burn::tensor::{Bytes, DType, Device, FloatDType, Tensor};
 
 use super::settings::FitSettings;
 use crate::data::{DeviceBatch, HostBatch};
-use crate::device::explain_panic;
+use crate::device::{Batch, explain_panic};
 use crate::model::{ARCHITECTURE, SmallCnn};
 
 /// A network being trained with AdamW on cross-entropy: one [`step`](Self::step) is one batch.
@@ -123,7 +123,7 @@ impl Trainer {
     /// unusable after it.
     pub fn step(&mut self, batch: HostBatch, learning_rate: f64) -> Result<Step> {
         let photos = batch.len();
-        explain_panic(photos, || {
+        explain_panic(Batch::Chosen(photos), || {
             let batch = batch.upload(&self.device);
             self.step_unexplained(batch, learning_rate)
         })
@@ -132,7 +132,9 @@ impl Trainer {
     /// [`step`](Self::step) on a batch already on [`device`](Self::device).
     pub fn step_on_device(&mut self, batch: DeviceBatch, learning_rate: f64) -> Result<Step> {
         let photos = batch.len();
-        explain_panic(photos, || self.step_unexplained(batch, learning_rate))
+        explain_panic(Batch::Chosen(photos), || {
+            self.step_unexplained(batch, learning_rate)
+        })
     }
 
     fn step_unexplained(&mut self, batch: DeviceBatch, learning_rate: f64) -> Step {
