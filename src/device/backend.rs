@@ -206,20 +206,15 @@ pub fn plan(choice: BackendChoice) -> Result<Plan> {
         BackendChoice::Wgpu => {
             match hardware::hardware_gpu().or_else(|| hardware::gpu_adapters().first()) {
                 Some(adapter) => named(BackendKind::Wgpu, Some(adapter)),
-                None => {
-                    let causes = missing_gpu::explain(&missing_gpu::ThisMachine);
-                    bail!(
-                        "--backend wgpu: wgpu finds no graphics adapter at all ({}). Use \
-                         --backend cpu",
-                        if causes.is_empty() {
-                            "no Vulkan, Metal or DX12 driver; on Debian or Ubuntu, `apt install \
-                             mesa-vulkan-drivers` gives a software one"
-                                .to_string()
-                        } else {
-                            causes.join("; ")
-                        }
-                    )
-                }
+                None => bail!(
+                    "--backend wgpu: wgpu finds no graphics adapter at all ({}). Use --backend \
+                     cpu",
+                    missing_gpu_causes().unwrap_or_else(|| {
+                        "no Vulkan, Metal or DX12 driver; on Debian or Ubuntu, `apt install \
+                         mesa-vulkan-drivers` gives a software one"
+                            .to_string()
+                    })
+                ),
             }
         }
         BackendChoice::Cpu | BackendChoice::Flex => named(BackendKind::Flex, None),
@@ -250,12 +245,17 @@ fn no_gpu_reason() -> String {
             names.join("; ")
         )
     };
-    let causes = missing_gpu::explain(&missing_gpu::ThisMachine);
-    if causes.is_empty() {
-        found
-    } else {
-        format!("{found}; {}", causes.join("; "))
+    match missing_gpu_causes() {
+        Some(causes) => format!("{found}; {causes}"),
+        None => found,
     }
+}
+
+/// What on this machine keeps Vulkan from seeing a GPU, with what to try; `None` where
+/// nothing shows.
+fn missing_gpu_causes() -> Option<String> {
+    let causes = missing_gpu::explain(&missing_gpu::ThisMachine);
+    (!causes.is_empty()).then(|| causes.join("; "))
 }
 
 /// One of burn's CPU backends.
@@ -303,7 +303,7 @@ fn wgpu_backend(adapter: &'static GpuAdapter) -> Result<Backend> {
     let device = DEVICE
         .get_or_init(|| {
             Device::wgpu_options()
-                .device_kind(device_kind(adapter))
+                .device_kind(device_kinds(adapter).0)
                 .init()
                 .map_err(|err| err.to_string())
         })
@@ -322,17 +322,9 @@ fn wgpu_backend(adapter: &'static GpuAdapter) -> Result<Backend> {
 /// Asks the runtime opened on `adapter` which compiler it chose and what it found; `None`
 /// where this build has no such runtime.
 fn gpu_features(device: &Device, adapter: &GpuAdapter) -> Option<GpuFeatures> {
-    use burn::cubecl::wgpu::WgpuDeviceKind;
-    use burn::tensor::wgpu::wgpu::DeviceType;
-    let index = adapter.index_in_type;
-    let kind = match adapter.device_type {
-        DeviceType::DiscreteGpu => WgpuDeviceKind::DiscreteGpu(index),
-        DeviceType::IntegratedGpu => WgpuDeviceKind::IntegratedGpu(index),
-        DeviceType::VirtualGpu => WgpuDeviceKind::VirtualGpu(index),
-        DeviceType::Cpu => WgpuDeviceKind::Cpu,
-        DeviceType::Other => WgpuDeviceKind::DefaultDevice,
-    };
-    let client = burn::cubecl::Device::wgpu(kind).ok()?.client();
+    let client = burn::cubecl::Device::wgpu(device_kinds(adapter).1)
+        .ok()?
+        .client();
     Some(GpuFeatures {
         compiler: match client.name() {
             "wgpu<spirv>" => "SPIR-V",
@@ -344,14 +336,17 @@ fn gpu_features(device: &Device, adapter: &GpuAdapter) -> Option<GpuFeatures> {
     })
 }
 
-fn device_kind(adapter: &GpuAdapter) -> DeviceKind {
+/// `adapter` as burn names it (to open it) and as cubecl does (to ask its runtime what it
+/// found): one list, so the two cannot name different adapters.
+fn device_kinds(adapter: &GpuAdapter) -> (DeviceKind, burn::cubecl::wgpu::WgpuDeviceKind) {
+    use burn::cubecl::wgpu::WgpuDeviceKind as Cube;
     use burn::tensor::wgpu::wgpu::DeviceType;
-    let index = adapter.index_in_type;
+    let i = adapter.index_in_type;
     match adapter.device_type {
-        DeviceType::DiscreteGpu => DeviceKind::DiscreteGpu(index),
-        DeviceType::IntegratedGpu => DeviceKind::IntegratedGpu(index),
-        DeviceType::VirtualGpu => DeviceKind::VirtualGpu(index),
-        DeviceType::Cpu => DeviceKind::Cpu,
-        DeviceType::Other => DeviceKind::DefaultDevice,
+        DeviceType::DiscreteGpu => (DeviceKind::DiscreteGpu(i), Cube::DiscreteGpu(i)),
+        DeviceType::IntegratedGpu => (DeviceKind::IntegratedGpu(i), Cube::IntegratedGpu(i)),
+        DeviceType::VirtualGpu => (DeviceKind::VirtualGpu(i), Cube::VirtualGpu(i)),
+        DeviceType::Cpu => (DeviceKind::Cpu, Cube::Cpu),
+        DeviceType::Other => (DeviceKind::DefaultDevice, Cube::DefaultDevice),
     }
 }
