@@ -12,7 +12,7 @@ use burn_backend::DType;
 use burn_std::Shape;
 use rayon::prelude::*;
 
-use super::{Element, narrow, widen};
+use super::{Element, narrow, par_written, widen};
 use crate::FlexTensor;
 
 /// `[batch, channels, rest]` sizes of a `[batch, channels, ...]` shape.
@@ -48,17 +48,15 @@ fn channel_sum<T: Element>(
 /// `out = x · scale[c] + shift[c]` for every value of every channel `c`.
 fn scale_and_shift<T: Element>(x: &[T], scale: &[T], shift: &[T], rest: usize) -> Vec<T> {
     let channels = scale.len();
-    let mut out = vec![T::zero(); x.len()];
-    out.par_chunks_mut(rest.max(1))
-        .zip(x.par_chunks(rest.max(1)))
-        .enumerate()
-        .for_each(|(plane, (out, x))| {
-            let (scale, shift) = (scale[plane % channels], shift[plane % channels]);
-            out.iter_mut()
-                .zip(x)
-                .for_each(|(o, &v)| *o = v * scale + shift);
-        });
-    out
+    let rest = rest.max(1);
+    par_written(x.len(), rest, |plane, out| {
+        let (scale, shift) = (scale[plane % channels], shift[plane % channels]);
+        out.iter_mut()
+            .zip(&x[plane * rest..])
+            .for_each(|(o, &v)| {
+                o.write(v * scale + shift);
+            });
+    })
 }
 
 fn wide<T: Element>(v: T) -> f64 {

@@ -19,7 +19,7 @@ use burn_backend::ops::ConvOptions;
 use burn_std::{Bytes, Shape};
 use rayon::prelude::*;
 
-use super::{Element, narrow, widen};
+use super::{Element, assume_written, narrow, widen};
 use crate::{FlexTensor, Layout};
 
 /// Shapes and options of one 2D convolution.
@@ -132,9 +132,11 @@ impl Geometry {
     }
 
     /// Writes the patches of `image` into `cols` (all groups' rows, then `out_plane`
-    /// columns), zeros where a patch reaches into the padding.
+    /// columns). Where a patch reaches into the padding nothing is written, so `cols` must be
+    /// a buffer made of zeros that only `im2col` of this geometry writes to: the positions it
+    /// skips are the same for every image, and zeroing them again each time cost more than
+    /// the copy.
     fn im2col<T: Element>(&self, image: &[T], cols: &mut [T]) {
-        cols.fill(T::zero());
         let (plane, step) = (self.out_plane(), self.stride[1]);
         self.for_each_run(|row, oy, offset, (x_lo, x_hi)| {
             let dst = &mut cols[row * plane + oy * self.w_out..][x_lo..x_hi];
@@ -247,21 +249,33 @@ fn gemm<T: Element>(
     }
 }
 
-fn forward<T: Element>(g: &Geometry, x: &[T], weight: &[T]) -> Vec<T> {
+/// `y = conv(x, weight) + bias`. Each output image starts as its bias (written once, in
+/// cache, instead of zeroed and then added to in a second pass) and gemm adds the products.
+fn forward<T: Element>(g: &Geometry, x: &[T], weight: &[T], bias: Option<&[T]>) -> Vec<T> {
     let (rows, plane, c_out) = (g.group_rows(), g.out_plane(), g.group_c_out());
-    let mut y = vec![T::zero(); g.batch * g.out_image_len()];
+    let len = g.batch * g.out_image_len();
+    let mut y = Vec::with_capacity(len);
     let parallelism = g.gemm_parallelism();
-    y.par_chunks_mut(g.out_image_len().max(1))
+    y.spare_capacity_mut()[..len]
+        .par_chunks_mut(g.out_image_len().max(1))
         .zip(x.par_chunks(g.image_len().max(1)))
         .for_each_init(
             || vec![T::zero(); g.groups * rows * plane],
             |cols, (y_b, x_b)| {
+                for (c, out) in y_b.chunks_mut(plane.max(1)).enumerate() {
+                    let start = bias.map_or(T::zero(), |bias| bias[c]);
+                    out.iter_mut().for_each(|v| {
+                        v.write(start);
+                    });
+                }
+                // SAFETY: every value of the image was written just above.
+                let y_b = unsafe { assume_written(y_b) };
                 g.im2col(x_b, cols);
                 for group in 0..g.groups {
                     gemm(
                         [c_out, plane, rows],
                         &mut y_b[group * c_out * plane..],
-                        false,
+                        true,
                         Matrix::rows(&weight[group * c_out * rows..], rows),
                         Matrix::rows(&cols[group * rows * plane..], plane),
                         parallelism,
@@ -269,6 +283,8 @@ fn forward<T: Element>(g: &Geometry, x: &[T], weight: &[T]) -> Vec<T> {
                 }
             },
         );
+    // SAFETY: the loop wrote all `len` values, one output image per chunk.
+    unsafe { y.set_len(len) };
     y
 }
 
@@ -357,16 +373,13 @@ pub fn conv2d_f32(
     let (x_shape, w_shape) = (x.layout().shape(), weight.layout().shape());
     let out = Geometry::output_size(x_shape, w_shape, options);
     let g = Geometry::new(x_shape, w_shape, options, out);
-    let mut y = forward::<f32>(&g, x.storage(), weight.storage());
-    if let Some(bias) = bias {
-        let bias = bias.to_contiguous();
-        let bias: &[f32] = bias.storage();
-        for channels in y.chunks_mut(g.out_image_len().max(1)) {
-            for (plane, &b) in channels.chunks_mut(g.out_plane().max(1)).zip(bias) {
-                plane.iter_mut().for_each(|v| *v += b);
-            }
-        }
-    }
+    let bias = bias.map(|bias| bias.to_contiguous());
+    let y = forward::<f32>(
+        &g,
+        x.storage(),
+        weight.storage(),
+        bias.as_ref().map(|bias| bias.storage()),
+    );
     let out_shape = Shape::from(vec![g.batch, g.c_out, out[0], out[1]]);
     FlexTensor::new(
         Bytes::from_elems(y),

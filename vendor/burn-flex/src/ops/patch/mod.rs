@@ -6,8 +6,11 @@ pub(crate) mod batch_norm;
 pub(crate) mod conv;
 pub(crate) mod pool;
 
+use core::mem::MaybeUninit;
+
 use burn_backend::DType;
 use burn_std::{Bytes, Shape, bf16, f16};
+use rayon::prelude::*;
 
 use crate::ops::module::{cast_from_f32, cast_to_f32};
 use crate::{FlexTensor, Layout};
@@ -25,6 +28,33 @@ pub(crate) trait Element:
 }
 impl Element for f32 {}
 impl Element for f64 {}
+
+/// A vector of `len` values made by `write` on parallel chunks of `chunk` values (the last
+/// may be shorter), which must write every value of its chunk. Nothing is zeroed first: at
+/// 64 px, zeroing outputs that are then overwritten took a tenth of inference.
+pub(crate) fn par_written<T: Send>(
+    len: usize,
+    chunk: usize,
+    write: impl Fn(usize, &mut [MaybeUninit<T>]) + Sync + Send,
+) -> alloc::vec::Vec<T> {
+    let mut out = alloc::vec::Vec::with_capacity(len);
+    out.spare_capacity_mut()[..len]
+        .par_chunks_mut(chunk.max(1))
+        .enumerate()
+        .for_each(|(i, chunk)| write(i, chunk));
+    // SAFETY: `write` initialised each of the `len` values, as its contract says.
+    unsafe { out.set_len(len) };
+    out
+}
+
+/// `chunk` as initialised values, once every one of them has been written.
+///
+/// # Safety
+/// Every value of `chunk` must have been written.
+pub(crate) unsafe fn assume_written<T>(chunk: &mut [MaybeUninit<T>]) -> &mut [T] {
+    // SAFETY: MaybeUninit<T> has T's layout, and the caller has initialised every value.
+    unsafe { &mut *(chunk as *mut [MaybeUninit<T>] as *mut [T]) }
+}
 
 /// The tensor, contiguous, in the precision the kernels compute in: f16 and bf16 become f32.
 pub(crate) fn widen(tensor: FlexTensor) -> FlexTensor {

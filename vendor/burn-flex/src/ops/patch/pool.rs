@@ -13,6 +13,7 @@ use burn_backend::DType;
 use burn_std::{Bytes, Shape};
 use rayon::prelude::*;
 
+use super::par_written;
 use crate::{FlexTensor, Layout};
 
 /// Whether the fast path computes this pooling of a `[batch, channels, h, w]` f32 tensor.
@@ -62,22 +63,20 @@ pub(crate) fn max_pool2d_2x2(x: FlexTensor) -> FlexTensor {
     let x = x.into_contiguous();
     let (shape, h, w, oh, ow) = geometry(&x);
     let data: &[f32] = x.storage();
-    let mut out = vec![0f32; shape.num_elements()];
-    out.par_chunks_mut(oh * ow)
-        .zip(data.par_chunks(h * w))
-        .for_each(|(out, plane)| {
-            for (oy, out_row) in out.chunks_exact_mut(ow).enumerate() {
-                let top = &plane[2 * oy * w..][..2 * ow];
-                let bottom = &plane[(2 * oy + 1) * w..][..2 * ow];
-                for ((o, t), b) in out_row
-                    .iter_mut()
-                    .zip(top.chunks_exact(2))
-                    .zip(bottom.chunks_exact(2))
-                {
-                    *o = window_max([t[0], t[1], b[0], b[1]]).0;
-                }
+    let out = par_written(shape.num_elements(), oh * ow, |i, out| {
+        let plane = &data[i * h * w..][..h * w];
+        for (oy, out_row) in out.chunks_exact_mut(ow).enumerate() {
+            let top = &plane[2 * oy * w..][..2 * ow];
+            let bottom = &plane[(2 * oy + 1) * w..][..2 * ow];
+            for ((o, t), b) in out_row
+                .iter_mut()
+                .zip(top.chunks_exact(2))
+                .zip(bottom.chunks_exact(2))
+            {
+                o.write(window_max([t[0], t[1], b[0], b[1]]).0);
             }
-        });
+        }
+    });
     FlexTensor::new(Bytes::from_elems(out), Layout::contiguous(shape), DType::F32)
 }
 
