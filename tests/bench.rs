@@ -180,6 +180,11 @@ fn bench_measures_every_backend_and_exports_json_markdown_and_charts() {
     for backend in &backends {
         assert!(chart.contains(backend), "{backend} missing from the chart");
     }
+
+    // The text says why ndarray is slow where it is measured, and only there.
+    let why = "ndarray (deprecated in burn 0.22, kept as it is) convolves with";
+    assert!(bench("ndarray", 1, &[]).contains(why));
+    assert!(!bench("flex", 1, &[]).contains(why));
 }
 
 /// `--batch-size 2,4` measures both sizes, and the best one is the one marked; with

@@ -98,6 +98,12 @@ fn with_spread(m: &Measurement) -> String {
 
 /// The bench result for people: a table, the data pipeline figures, and the comparison
 /// with the article.
+/// Why ndarray's figures are so far below flex's, for whoever compares the two.
+const NDARRAY_IS_SLOW: &str = "ndarray (deprecated in burn 0.22, kept as it is) convolves with \
+    a loop of scalar multiply-adds and takes the gradients from burn's generic \
+    conv_transpose2d and a convolution over the whole gradient image; flex, as patched in \
+    vendor/burn-flex, uses im2col and SIMD matrix products for all three.";
+
 pub fn bench_text(report: &BenchReport) -> String {
     let (header, rows) = bench_rows(report);
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
@@ -135,6 +141,14 @@ pub fn bench_text(report: &BenchReport) -> String {
     out.push('\n');
     for row in rows {
         out.push_str(&line(row));
+        out.push('\n');
+    }
+    if report
+        .runs
+        .iter()
+        .any(|r| r.backend == BackendKind::Ndarray)
+    {
+        out.push_str(NDARRAY_IS_SLOW);
         out.push('\n');
     }
     let warmups: Vec<String> = report
