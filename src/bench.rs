@@ -280,7 +280,8 @@ fn bench_backend(
     })?;
 
     progress.started(backend, "inference");
-    let model = trainer.model().valid();
+    // As `predict` and `eval` run it.
+    let model = trainer.model().valid().folded();
     let mut step = 0;
     let infer = measure(settings, || {
         step += 1;

@@ -35,7 +35,7 @@ impl Predictor {
     pub fn load(choice: &ModelChoice, backend: &Backend) -> Result<Predictor> {
         let (model, info) = choice.load(&backend.device)?;
         Ok(Predictor {
-            model,
+            model: model.folded(),
             choice: choice.clone(),
             info,
             device: backend.device.clone(),

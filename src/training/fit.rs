@@ -294,7 +294,7 @@ fn validate(run: &FitRun, trainer: &Trainer) -> Result<(Option<f64>, Option<f64>
         return Ok((None, None));
     }
     let (loss, accuracy) = evaluate(
-        &trainer.model().valid(),
+        &trainer.model().valid().folded(),
         run.val,
         run.normalization,
         run.device,
