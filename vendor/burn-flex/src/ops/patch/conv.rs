@@ -256,12 +256,16 @@ fn forward<T: Element>(g: &Geometry, x: &[T], weight: &[T], bias: Option<&[T]>) 
     let len = g.batch * g.out_image_len();
     let mut y = Vec::with_capacity(len);
     let parallelism = g.gemm_parallelism();
+    let image_len = g.image_len();
+    // Indexed, not zipped with `x`'s chunks: an empty input image (no channels, or a zero
+    // side with padding) must still get its bias written before `set_len`.
     y.spare_capacity_mut()[..len]
         .par_chunks_mut(g.out_image_len().max(1))
-        .zip(x.par_chunks(g.image_len().max(1)))
+        .enumerate()
         .for_each_init(
             || vec![T::zero(); g.groups * rows * plane],
-            |cols, (y_b, x_b)| {
+            |cols, (b, y_b)| {
+                let x_b = &x[b * image_len..][..image_len];
                 for (c, out) in y_b.chunks_mut(plane.max(1)).enumerate() {
                     let start = bias.map_or(T::zero(), |bias| bias[c]);
                     out.iter_mut().for_each(|v| {
