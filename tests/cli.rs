@@ -428,28 +428,10 @@ fn half_precision_on_the_gpu_learns_like_f32_and_saves_f32() {
     let dir = tempfile::tempdir().unwrap();
     let accuracy = |precision: &str| -> f64 {
         let out = dir.path().join(precision);
-        let output = catdog(&[
-            "train",
-            "--backend",
-            "wgpu",
-            "--precision",
-            precision,
-            "--generated",
-            "240",
-            "--image-size",
-            "24",
-            "--epochs",
-            "4",
-            "--batch-size",
-            "16",
-            "--val-split",
-            "0.25",
-            "--seed",
-            "5",
-            "--json",
-            "--out",
-            path(&out),
-        ]);
+        let output = command()
+            .args(common::gpu_train_args(precision, &out))
+            .output()
+            .unwrap();
         assert_success(&output);
         let report: Value = serde_json::from_slice(&output.stdout).unwrap();
         assert_eq!(report["precision"], precision);
@@ -477,27 +459,8 @@ fn half_precision_on_the_gpu_learns_like_f32_and_saves_f32() {
         "--size",
         "24",
     ]));
-    let answers = |precision: &str| -> Vec<f64> {
-        let output = catdog(&[
-            "predict",
-            "--backend",
-            "wgpu",
-            "--precision",
-            precision,
-            "--json",
-            "--model",
-            path(&dir.path().join("f16")),
-            path(&pictures),
-        ]);
-        assert_success(&output);
-        stdout(&output)
-            .lines()
-            .map(|line| {
-                serde_json::from_str::<Value>(line).unwrap()["probabilities"]["cat"]
-                    .as_f64()
-                    .unwrap()
-            })
-            .collect()
+    let answers = |precision: &str| {
+        common::gpu_cat_probabilities(&dir.path().join("f16"), &pictures, precision)
     };
     let (half, full) = (answers("f16"), answers("f32"));
     assert_eq!(half.len(), 8);

@@ -78,6 +78,14 @@ fn freeze_after_first_checkpoint(out: &Path, child: &mut Child) {
     panic!("no checkpoint after 300 s");
 }
 
+/// Kills the run in `out` (SIGKILL: no chance to save anything) once its first epoch is
+/// checkpointed, and waits for it to end.
+fn kill_after_first_checkpoint(out: &Path, mut child: Child) {
+    freeze_after_first_checkpoint(out, &mut child);
+    signal(&child, Signal::SIGKILL);
+    child.wait().unwrap();
+}
+
 fn signal(child: &Child, signal: Signal) {
     kill(Pid::from_raw(child.id() as i32), signal).unwrap();
 }
@@ -163,10 +171,8 @@ fn a_killed_run_resumes_where_it_stopped_and_matches_an_uninterrupted_one() {
         "two runs with one seed differ"
     );
 
-    let mut child = start_training(&killed);
-    freeze_after_first_checkpoint(&killed, &mut child);
-    signal(&child, Signal::SIGKILL);
-    child.wait().unwrap();
+    let child = start_training(&killed);
+    kill_after_first_checkpoint(&killed, child);
     let state = checkpoint_state(&killed);
     let done = state["history"].as_array().unwrap().len();
     assert!((1..3).contains(&done), "killed after {done} epochs");
@@ -404,10 +410,8 @@ fn resume_refuses_other_settings_and_damaged_checkpoints() {
         "no checkpoint to resume",
     );
 
-    let mut child = start_training(&out);
-    freeze_after_first_checkpoint(&out, &mut child);
-    signal(&child, Signal::SIGKILL);
-    child.wait().unwrap();
+    let child = start_training(&out);
+    kill_after_first_checkpoint(&out, child);
 
     assert_fails_with(
         &catdog(&[
@@ -490,7 +494,7 @@ fn resume_refuses_a_photo_folder_that_changed() {
         "--size",
         "32",
     ]));
-    let mut child = command()
+    let child = command()
         .args([
             "train",
             "--backend",
@@ -508,9 +512,7 @@ fn resume_refuses_a_photo_folder_that_changed() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    freeze_after_first_checkpoint(&out, &mut child);
-    signal(&child, Signal::SIGKILL);
-    child.wait().unwrap();
+    kill_after_first_checkpoint(&out, child);
 
     fs::copy(photos.join("cat/00000.png"), photos.join("cat/new.png")).unwrap();
     let resume = || catdog(&["train", "--resume", "--backend", "flex", "--out", &out_arg]);
@@ -616,31 +618,7 @@ fn a_flex32_run_on_the_gpu_saves_f32_and_resumes_like_an_uninterrupted_one() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let train = |out: &Path| -> Vec<String> {
-        let args = [
-            "train",
-            "--backend",
-            "wgpu",
-            "--precision",
-            "flex32",
-            "--generated",
-            "240",
-            "--image-size",
-            "24",
-            "--epochs",
-            "4",
-            "--batch-size",
-            "16",
-            "--val-split",
-            "0.25",
-            "--seed",
-            "5",
-            "--json",
-            "--out",
-        ];
-        let out = out.display().to_string();
-        args.iter().map(|s| s.to_string()).chain([out]).collect()
-    };
+    let train = |out: &Path| common::gpu_train_args("flex32", out);
     let report = |output: &Output| -> Value {
         assert_success(output);
         serde_json::from_str(text(&output.stdout).trim()).unwrap()
@@ -660,15 +638,13 @@ fn a_flex32_run_on_the_gpu_saves_f32_and_resumes_like_an_uninterrupted_one() {
     );
 
     let killed = dir.path().join("killed");
-    let mut child = command()
+    let child = command()
         .args(train(&killed))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    freeze_after_first_checkpoint(&killed, &mut child);
-    signal(&child, Signal::SIGKILL);
-    child.wait().unwrap();
+    kill_after_first_checkpoint(&killed, child);
     let killed_arg = killed.display().to_string();
     let resumed = report(
         &command()
@@ -706,29 +682,8 @@ fn a_flex32_run_on_the_gpu_saves_f32_and_resumes_like_an_uninterrupted_one() {
         "--size",
         "24",
     ]));
-    let whole_arg = whole.display().to_string();
-    let cat_probabilities = |precision: &str| -> Vec<f64> {
-        let output = catdog(&[
-            "predict",
-            "--backend",
-            "wgpu",
-            "--precision",
-            precision,
-            "--json",
-            "--model",
-            &whole_arg,
-            &pictures_arg,
-        ]);
-        assert_success(&output);
-        text(&output.stdout)
-            .lines()
-            .map(|line| {
-                serde_json::from_str::<Value>(line).unwrap()["probabilities"]["cat"]
-                    .as_f64()
-                    .unwrap()
-            })
-            .collect()
-    };
+    let cat_probabilities =
+        |precision: &str| common::gpu_cat_probabilities(&whole, &pictures, precision);
     let (flex, full) = (cat_probabilities("flex32"), cat_probabilities("f32"));
     assert_eq!(flex.len(), 4);
     for (x, f) in flex.iter().zip(&full) {

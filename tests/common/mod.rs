@@ -3,7 +3,7 @@
 
 #![allow(dead_code)] // each test binary uses its own part of this module
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use catdog::device::{self as backend, Backend, BackendChoice};
@@ -66,6 +66,57 @@ pub fn weights_header(model: &std::path::Path) -> String {
     let weights = std::fs::read(weights_file(model)).unwrap();
     let length = u64::from_le_bytes(weights[..8].try_into().unwrap()) as usize;
     String::from_utf8(weights[8..8 + length].to_vec()).unwrap()
+}
+
+/// `catdog train` on wgpu in `precision`, small enough for lavapipe and long enough to learn:
+/// 240 generated 24 px pictures, 4 epochs of batch 16, a quarter held out, seed 5, the
+/// report as JSON, the model into `out`.
+pub fn gpu_train_args(precision: &str, out: &Path) -> Vec<String> {
+    [
+        "train",
+        "--backend",
+        "wgpu",
+        "--precision",
+        precision,
+        "--generated",
+        "240",
+        "--image-size",
+        "24",
+        "--epochs",
+        "4",
+        "--batch-size",
+        "16",
+        "--val-split",
+        "0.25",
+        "--seed",
+        "5",
+        "--json",
+        "--out",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .chain([out.display().to_string()])
+    .collect()
+}
+
+/// The probability of "cat" that the model in `model`, run on wgpu in `precision`, gives each
+/// picture in `pictures`.
+pub fn gpu_cat_probabilities(model: &Path, pictures: &Path, precision: &str) -> Vec<f64> {
+    let output = command()
+        .args(["predict", "--backend", "wgpu", "--precision", precision])
+        .args(["--json", "--model"])
+        .args([model, pictures])
+        .output()
+        .unwrap();
+    assert_success(&output);
+    stdout(&output)
+        .lines()
+        .map(|line| {
+            serde_json::from_str::<serde_json::Value>(line).unwrap()["probabilities"]["cat"]
+                .as_f64()
+                .unwrap()
+        })
+        .collect()
 }
 
 /// The `catdog` binary, to be given arguments and started.
