@@ -19,6 +19,8 @@ use burn_backend::ops::ConvOptions;
 use burn_std::{Bytes, Shape};
 use rayon::prelude::*;
 
+use super::gemm::{Matrix, gemm};
+use super::winograd::{self, Dims};
 use super::{Element, assume_written, narrow, widen};
 use crate::{FlexTensor, Layout};
 
@@ -169,6 +171,25 @@ impl Geometry {
         });
     }
 
+    /// The convolution as [`winograd`] computes it, where it gains: 3×3, stride 1, padding 1
+    /// on every side, no dilation, no groups, `depth` (the input channels of the product,
+    /// `c_in` forward and `c_out` for the input gradient) deep enough, and enough images.
+    fn winograd(&self, depth: usize) -> Option<Dims> {
+        let same = self.h_out == self.h_in && self.w_out == self.w_in;
+        let three = [self.k_h, self.k_w, self.pad[0], self.pad[1]] == [3, 3, 1, 1];
+        let plain = self.stride == [1, 1] && self.dilation == [1, 1] && self.groups == 1;
+        // One image per thread at least: the kernels' transform is paid at every call, and a
+        // single image made SmallCnn's inference twice as slow as im2col.
+        let batch = self.batch >= rayon::current_num_threads();
+        (batch && same && three && plain && depth >= winograd::MIN_CHANNELS).then_some(Dims {
+            batch: self.batch,
+            c_in: self.c_in,
+            c_out: self.c_out,
+            h: self.h_in,
+            w: self.w_in,
+        })
+    }
+
     /// Images go to the threads one each when there are enough of them; otherwise gemm
     /// spreads each product over the threads itself.
     fn gemm_parallelism(&self) -> gemm::Parallelism {
@@ -180,78 +201,15 @@ impl Geometry {
     }
 }
 
-/// A row-major matrix view: data and (row, column) strides.
-#[derive(Clone, Copy)]
-struct Matrix<'a, T> {
-    data: &'a [T],
-    row_stride: usize,
-    col_stride: usize,
-}
-
-impl<'a, T> Matrix<'a, T> {
-    fn rows(data: &'a [T], columns: usize) -> Self {
-        Matrix {
-            data,
-            row_stride: columns,
-            col_stride: 1,
-        }
-    }
-    fn transposed(self) -> Self {
-        Matrix {
-            data: self.data,
-            row_stride: self.col_stride,
-            col_stride: self.row_stride,
-        }
-    }
-}
-
-/// `dst[m×n] = lhs[m×k] · rhs[k×n]`, or `+=` when `accumulate`; `dst` is row-major.
-#[allow(clippy::too_many_arguments)]
-fn gemm<T: Element>(
-    [m, n, k]: [usize; 3],
-    dst: &mut [T],
-    accumulate: bool,
-    lhs: Matrix<T>,
-    rhs: Matrix<T>,
-    parallelism: gemm::Parallelism,
-) {
-    let last = |a: Matrix<T>, rows: usize, cols: usize| {
-        (rows - 1) * a.row_stride + (cols - 1) * a.col_stride
-    };
-    if m == 0 || n == 0 {
-        return;
-    }
-    assert!(dst.len() >= m * n);
-    assert!(k == 0 || (last(lhs, m, k) < lhs.data.len() && last(rhs, k, n) < rhs.data.len()));
-    // SAFETY: the assertions above keep every index gemm computes inside the slices.
-    unsafe {
-        gemm::gemm(
-            m,
-            n,
-            k,
-            dst.as_mut_ptr(),
-            1,
-            n as isize,
-            accumulate,
-            lhs.data.as_ptr(),
-            lhs.col_stride as isize,
-            lhs.row_stride as isize,
-            rhs.data.as_ptr(),
-            rhs.col_stride as isize,
-            rhs.row_stride as isize,
-            T::one(),
-            T::one(),
-            false,
-            false,
-            false,
-            parallelism,
-        );
-    }
-}
-
 /// `y = conv(x, weight) + bias`. Each output image starts as its bias (written once, in
 /// cache, instead of zeroed and then added to in a second pass) and gemm adds the products.
 fn forward<T: Element>(g: &Geometry, x: &[T], weight: &[T], bias: Option<&[T]>) -> Vec<T> {
+    if let Some(d) = g.winograd(g.c_in) {
+        let u = winograd::transform_weights(d.c_out, d.c_in, |k, c| {
+            core::array::from_fn(|i| weight[(k * d.c_in + c) * 9 + i])
+        });
+        return winograd::conv3x3(&d, x, &u, bias);
+    }
     let (rows, plane, c_out) = (g.group_rows(), g.out_plane(), g.group_c_out());
     let len = g.batch * g.out_image_len();
     let mut y = Vec::with_capacity(len);
@@ -293,6 +251,19 @@ fn forward<T: Element>(g: &Geometry, x: &[T], weight: &[T], bias: Option<&[T]>) 
 }
 
 fn input_grad<T: Element>(g: &Geometry, weight: &[T], dy: &[T]) -> Vec<T> {
+    // The input gradient of a 3×3, padding-1 convolution is the convolution of `dy` by the
+    // kernels turned half a turn, input and output channels swapped.
+    if let Some(d) = g.winograd(g.c_out) {
+        let u = winograd::transform_weights(d.c_in, d.c_out, |c, k| {
+            core::array::from_fn(|i| weight[(k * d.c_in + c) * 9 + 8 - i])
+        });
+        let swapped = Dims {
+            c_in: d.c_out,
+            c_out: d.c_in,
+            ..d
+        };
+        return winograd::conv3x3(&swapped, dy, &u, None);
+    }
     let (rows, plane, c_out) = (g.group_rows(), g.out_plane(), g.group_c_out());
     let mut dx = vec![T::zero(); g.batch * g.image_len()];
     let parallelism = g.gemm_parallelism();

@@ -4,7 +4,9 @@
 
 pub(crate) mod batch_norm;
 pub(crate) mod conv;
+mod gemm;
 pub(crate) mod pool;
+mod winograd;
 
 use core::mem::MaybeUninit;
 

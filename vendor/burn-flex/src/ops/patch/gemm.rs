@@ -1,0 +1,72 @@
+//! The one matrix product the convolution kernels use: gemm's, with its safety checks.
+
+use super::Element;
+
+/// A row-major matrix view: data and (row, column) strides.
+#[derive(Clone, Copy)]
+pub(super) struct Matrix<'a, T> {
+    pub data: &'a [T],
+    pub row_stride: usize,
+    pub col_stride: usize,
+}
+
+impl<'a, T> Matrix<'a, T> {
+    pub fn rows(data: &'a [T], columns: usize) -> Self {
+        Matrix {
+            data,
+            row_stride: columns,
+            col_stride: 1,
+        }
+    }
+    pub fn transposed(self) -> Self {
+        Matrix {
+            data: self.data,
+            row_stride: self.col_stride,
+            col_stride: self.row_stride,
+        }
+    }
+}
+
+/// `dst[m×n] = lhs[m×k] · rhs[k×n]`, or `+=` when `accumulate`; `dst` is row-major.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn gemm<T: Element>(
+    [m, n, k]: [usize; 3],
+    dst: &mut [T],
+    accumulate: bool,
+    lhs: Matrix<T>,
+    rhs: Matrix<T>,
+    parallelism: gemm::Parallelism,
+) {
+    let last = |a: Matrix<T>, rows: usize, cols: usize| {
+        (rows - 1) * a.row_stride + (cols - 1) * a.col_stride
+    };
+    if m == 0 || n == 0 {
+        return;
+    }
+    assert!(dst.len() >= m * n);
+    assert!(k == 0 || (last(lhs, m, k) < lhs.data.len() && last(rhs, k, n) < rhs.data.len()));
+    // SAFETY: the assertions above keep every index gemm computes inside the slices.
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            dst.as_mut_ptr(),
+            1,
+            n as isize,
+            accumulate,
+            lhs.data.as_ptr(),
+            lhs.col_stride as isize,
+            lhs.row_stride as isize,
+            rhs.data.as_ptr(),
+            rhs.col_stride as isize,
+            rhs.row_stride as isize,
+            T::one(),
+            T::one(),
+            false,
+            false,
+            false,
+            parallelism,
+        );
+    }
+}
