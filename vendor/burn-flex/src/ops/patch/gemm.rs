@@ -28,10 +28,25 @@ impl<'a, T> Matrix<'a, T> {
 }
 
 /// `dst[m×n] = lhs[m×k] · rhs[k×n]`, or `+=` when `accumulate`; `dst` is row-major.
-#[allow(clippy::too_many_arguments)]
 pub(super) fn gemm<T: Element>(
     [m, n, k]: [usize; 3],
     dst: &mut [T],
+    accumulate: bool,
+    lhs: Matrix<T>,
+    rhs: Matrix<T>,
+    parallelism: gemm::Parallelism,
+) {
+    gemm_strided([m, n, k], dst, [n, 1], accumulate, lhs, rhs, parallelism);
+}
+
+/// [`gemm`] into a `dst` of any (row, column) strides. gemm solves a row-major `dst` as
+/// `dstᵀ = rhsᵀ · lhsᵀ`, and copies its left operand into panels unless that operand's rows
+/// are adjacent in memory (`row_stride` 1, once transposed as the case may be).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn gemm_strided<T: Element>(
+    [m, n, k]: [usize; 3],
+    dst: &mut [T],
+    [dst_row_stride, dst_col_stride]: [usize; 2],
     accumulate: bool,
     lhs: Matrix<T>,
     rhs: Matrix<T>,
@@ -43,7 +58,7 @@ pub(super) fn gemm<T: Element>(
     if m == 0 || n == 0 {
         return;
     }
-    assert!(dst.len() >= m * n);
+    assert!((m - 1) * dst_row_stride + (n - 1) * dst_col_stride < dst.len());
     assert!(k == 0 || (last(lhs, m, k) < lhs.data.len() && last(rhs, k, n) < rhs.data.len()));
     // SAFETY: the assertions above keep every index gemm computes inside the slices.
     unsafe {
@@ -52,8 +67,8 @@ pub(super) fn gemm<T: Element>(
             n,
             k,
             dst.as_mut_ptr(),
-            1,
-            n as isize,
+            dst_col_stride as isize,
+            dst_row_stride as isize,
             accumulate,
             lhs.data.as_ptr(),
             lhs.col_stride as isize,
