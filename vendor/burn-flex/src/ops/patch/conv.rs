@@ -1,4 +1,5 @@
-//! 2D convolution and both of its gradients as im2col + gemm, one image per rayon task.
+//! 2D convolution and both of its gradients as im2col + gemm, images spread over the rayon
+//! threads; the forward pass and input gradient of deep 3×3 layers go to [`winograd`].
 //!
 //! Upstream burn-flex 0.22.1 computes the weight gradient as a convolution whose kernel is the
 //! whole output-gradient image, and the input gradient through `conv_transpose2d`; both took
@@ -294,7 +295,8 @@ fn weight_grad<T: Element>(g: &Geometry, x: &[T], dy: &[T]) -> Vec<T> {
     let parallelism = g.gemm_parallelism();
     // Each thread sums the gradients of its share of the images, then the shares are added.
     let share = g.batch.div_ceil(rayon::current_num_threads()).max(1);
-    let dw_t = x.par_chunks((share * g.image_len()).max(1))
+    let dw_t = x
+        .par_chunks((share * g.image_len()).max(1))
         .zip(dy.par_chunks((share * g.out_image_len()).max(1)))
         .map(|(x_share, dy_share)| {
             // dW is summed column-major (`dw_t[row · c_out + out_channel]`) from `dy_b`

@@ -58,7 +58,19 @@ pub(super) fn gemm_strided<T: Element>(
     if m == 0 || n == 0 {
         return;
     }
-    assert!((m - 1) * dst_row_stride + (n - 1) * dst_col_stride < dst.len());
+    // In bounds, and no two positions on the same value (gemm's threads would race there).
+    let dst_last = (m - 1)
+        .checked_mul(dst_row_stride)
+        .zip((n - 1).checked_mul(dst_col_stride))
+        .and_then(|(a, b)| a.checked_add(b));
+    assert!(dst_last.is_some_and(|last| last < dst.len()));
+    let apart = |[inner, outer]: [usize; 2], [len_inner, len_outer]: [usize; 2]| {
+        (len_inner == 1 || inner > 0) && (len_outer == 1 || outer > (len_inner - 1) * inner)
+    };
+    assert!(
+        apart([dst_row_stride, dst_col_stride], [m, n])
+            || apart([dst_col_stride, dst_row_stride], [n, m])
+    );
     assert!(k == 0 || (last(lhs, m, k) < lhs.data.len() && last(rhs, k, n) < rhs.data.len()));
     // SAFETY: the assertions above keep every index gemm computes inside the slices.
     unsafe {

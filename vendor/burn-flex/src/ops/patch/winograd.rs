@@ -51,8 +51,9 @@ impl Dims {
     }
 }
 
-/// The 16 matrices `U[ξ] = G g Gᵀ`, each `[c_out × c_in]` and column-major (gemm then packs
-/// nothing), from `kernel(out_channel, in_channel)`, a 3×3 kernel in row-major order. Made
+/// The 16 matrices `U[ξ] = G g Gᵀ`, each `[c_out × c_in]` stored column-major
+/// (`u[(ξ·c_in + c)·c_out + k]`), from `kernel(out_channel, in_channel)`, a 3×3 kernel in
+/// row-major order. Made
 /// anew at every call (the weights change at every training step), on all threads: first
 /// each kernel's 16 values together, then regrouped by position.
 pub(super) fn transform_weights<T: Element>(
