@@ -616,6 +616,17 @@ impl ModuleOps<Flex> for Flex {
         output_grad: FloatTensor<Flex>,
         indices: IntTensor<Flex>,
     ) -> MaxPool2dBackward<Flex> {
+        #[cfg(feature = "rayon")]
+        if indices.dtype() == DType::I64
+            && output_grad.dtype() == DType::F32
+            && patch::pool::applies(&x, _kernel_size, _stride, _padding, _dilation, _ceil_mode)
+        {
+            return MaxPool2dBackward::new(patch::pool::max_pool2d_2x2_backward(
+                &x,
+                output_grad,
+                indices,
+            ));
+        }
         let x_grad = match x.dtype() {
             DType::F32 => pool::max_pool2d_backward_f32(x, output_grad, indices),
             DType::F64 => pool::max_pool2d_backward_f64(x, output_grad, indices),

@@ -5,7 +5,6 @@
 //! element-wise steps; at 64 px it cost more than the convolutions. Here the statistics take
 //! two reads of the input and the output one write.
 
-use alloc::vec;
 use alloc::vec::Vec;
 
 use burn_backend::DType;
@@ -31,6 +30,38 @@ fn channel<T>(data: &[T], c: usize, channels: usize, rest: usize) -> impl Iterat
         .map(move |image| &image[c * rest..(c + 1) * rest])
 }
 
+/// Partial sums kept side by side: one running sum is a chain of dependent additions, one
+/// value per float adder's latency, which the compiler may not reorder into vector
+/// instructions (float addition is not associative). With this many lanes the loops below
+/// become vector additions, and the sums run as fast as memory delivers the values.
+const LANES: usize = 32;
+
+/// `Σ f(v, o)` over `values` zipped with `others`, each of the `N` sums in [`LANES`] parts.
+fn lane_sums<T: Element, const N: usize>(
+    values: &[T],
+    others: &[T],
+    f: impl Fn(T, T) -> [T; N],
+) -> [T; N] {
+    let mut lanes = [[T::zero(); LANES]; N];
+    let pairs = values.chunks_exact(LANES).zip(others.chunks_exact(LANES));
+    for (chunk, other) in pairs {
+        for i in 0..LANES {
+            let terms = f(chunk[i], other[i]);
+            for (lanes, term) in lanes.iter_mut().zip(terms) {
+                lanes[i] += term;
+            }
+        }
+    }
+    let done = values.len() / LANES * LANES;
+    let mut sums = lanes.map(|lanes| lanes.into_iter().fold(T::zero(), |s, v| s + v));
+    for (&v, &o) in values[done..].iter().zip(&others[done..]) {
+        for (sum, term) in sums.iter_mut().zip(f(v, o)) {
+            *sum += term;
+        }
+    }
+    sums
+}
+
 /// Sum of `f` over channel `c`, in f64 across runs so long channels keep their precision.
 fn channel_sum<T: Element>(
     data: &[T],
@@ -40,7 +71,7 @@ fn channel_sum<T: Element>(
     f: impl Fn(T) -> T,
 ) -> f64 {
     channel(data, c, channels, rest)
-        .map(|run| run.iter().fold(T::zero(), |sum, &v| sum + f(v)))
+        .map(|run| lane_sums(run, run, |v, _| [f(v)])[0])
         .map(wide)
         .sum()
 }
@@ -186,12 +217,7 @@ fn backward_typed<T: Element>(
             let (mut sum_dy, mut sum_dy_x) = (0.0f64, 0.0f64);
             for (x_run, dy_run) in channel(x, c, channels, rest).zip(channel(dy, c, channels, rest))
             {
-                let (s, sx) = x_run
-                    .iter()
-                    .zip(dy_run)
-                    .fold((T::zero(), T::zero()), |(s, sx), (&x, &dy)| {
-                        (s + dy, sx + dy * (x - mean[c]))
-                    });
+                let [s, sx] = lane_sums(x_run, dy_run, |x, dy| [dy, dy * (x - mean[c])]);
                 sum_dy += wide(s);
                 sum_dy_x += wide(sx);
             }
@@ -200,20 +226,17 @@ fn backward_typed<T: Element>(
         .unzip();
     // dx = γ/σ · (dy − mean(dy) − x̂ · mean(dy · x̂)), from each channel's two sums above.
     let count: T = cast((x.len() / channels.max(1)).max(1) as f64);
-    let mut x_grad = vec![T::zero(); x.len()];
-    x_grad
-        .par_chunks_mut(rest.max(1))
-        .zip(x.par_chunks(rest.max(1)).zip(dy.par_chunks(rest.max(1))))
-        .enumerate()
-        .for_each(|(plane, (out, (x, dy)))| {
-            let c = plane % channels;
-            let scale = gamma[c] * inv_std[c];
-            let mean_dy = beta_grad[c] / count;
-            let projection = gamma_grad[c] / count * inv_std[c];
-            for ((o, &x), &dy) in out.iter_mut().zip(x).zip(dy) {
-                *o = scale * (dy - mean_dy - (x - mean[c]) * projection);
-            }
-        });
+    let rest = rest.max(1);
+    let x_grad = par_written(x.len(), rest, |plane, out| {
+        let c = plane % channels;
+        let scale = gamma[c] * inv_std[c];
+        let mean_dy = beta_grad[c] / count;
+        let projection = gamma_grad[c] / count * inv_std[c];
+        let (x, dy) = (&x[plane * rest..], &dy[plane * rest..]);
+        for ((o, &x), &dy) in out.iter_mut().zip(x).zip(dy) {
+            o.write(scale * (dy - mean_dy - (x - mean[c]) * projection));
+        }
+    });
     let per_channel = Shape::new([channels]);
     [
         narrow(x_grad, shape, dtype),

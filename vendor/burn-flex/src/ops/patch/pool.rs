@@ -5,15 +5,17 @@
 //! indices, with per-element window arithmetic, also at inference where no indices are
 //! needed: there the first block's pooling cost more than its convolution. The results are
 //! upstream's, NaN included: a window holding a NaN gives NaN and the index of its last NaN;
-//! ties give the first maximum's index (row by row).
+//! ties give the first maximum's index (row by row). The gradient is written once per input
+//! value from its window's index, where upstream zeroes the whole input-sized gradient and
+//! then scatters into it.
 
-use alloc::vec;
+use alloc::vec::Vec;
 
 use burn_backend::DType;
 use burn_std::{Bytes, Shape};
 use rayon::prelude::*;
 
-use super::par_written;
+use super::{Element, par_written};
 use crate::{FlexTensor, Layout};
 
 /// Whether the fast path computes this pooling of a `[batch, channels, h, w]` f32 tensor.
@@ -40,7 +42,7 @@ pub(crate) fn applies(
 
 /// The window's values in upstream's order, and its maximum's position in that order.
 #[inline(always)]
-fn window_max(values: [f32; 4]) -> (f32, usize) {
+fn window_max<T: Element>(values: [T; 4]) -> (T, usize) {
     let (mut max, mut at) = (values[0], 0);
     for (i, &v) in values.iter().enumerate().skip(1) {
         if v > max || v.is_nan() {
@@ -48,6 +50,18 @@ fn window_max(values: [f32; 4]) -> (f32, usize) {
         }
     }
     (max, at)
+}
+
+/// `relu(max(window))`, both as burn-flex computes them (NaN stays NaN), for the layers that
+/// pool and activate their convolution's output as it is written.
+#[inline(always)]
+pub(super) fn max_relu<T: Element>(values: [T; 4]) -> T {
+    let max = window_max(values).0;
+    if max.is_nan() || max > T::zero() {
+        max
+    } else {
+        T::zero()
+    }
 }
 
 /// Output shape and the input as a contiguous `[planes, h, w]` slice.
@@ -86,10 +100,11 @@ pub(crate) fn max_pool2d_2x2_with_indices(x: FlexTensor) -> (FlexTensor, FlexTen
     let x = x.into_contiguous();
     let (shape, h, w, oh, ow) = geometry(&x);
     let data: &[f32] = x.storage();
-    let mut out = vec![0f32; shape.num_elements()];
-    let mut indices = vec![0i64; shape.num_elements()];
-    out.par_chunks_mut(oh * ow)
-        .zip(indices.par_chunks_mut(oh * ow))
+    let len = shape.num_elements();
+    let (mut out, mut indices) = (Vec::with_capacity(len), Vec::with_capacity(len));
+    out.spare_capacity_mut()[..len]
+        .par_chunks_mut(oh * ow)
+        .zip(indices.spare_capacity_mut()[..len].par_chunks_mut(oh * ow))
         .zip(data.par_chunks(h * w))
         .for_each(|((out, indices), plane)| {
             for oy in 0..oh {
@@ -98,13 +113,61 @@ pub(crate) fn max_pool2d_2x2_with_indices(x: FlexTensor) -> (FlexTensor, FlexTen
                     let x0 = 2 * ox;
                     let at = [top + x0, top + x0 + 1, bottom + x0, bottom + x0 + 1];
                     let (max, which) = window_max(at.map(|i| plane[i]));
-                    out[oy * ow + ox] = max;
-                    indices[oy * ow + ox] = at[which] as i64;
+                    out[oy * ow + ox].write(max);
+                    indices[oy * ow + ox].write(at[which] as i64);
                 }
             }
         });
+    // SAFETY: each plane's task wrote all `oh · ow` values of both.
+    unsafe {
+        out.set_len(len);
+        indices.set_len(len);
+    }
     (
         FlexTensor::new(Bytes::from_elems(out), Layout::contiguous(shape.clone()), DType::F32),
         FlexTensor::new(Bytes::from_elems(indices), Layout::contiguous(shape), DType::I64),
     )
+}
+
+/// The gradient with respect to the pooled input (see [`applies`]): each window's output
+/// gradient at the position `indices` names, zero at its three others and on the last row or
+/// column that an odd size leaves out of every window.
+pub(crate) fn max_pool2d_2x2_backward(
+    x: &FlexTensor,
+    grad: FlexTensor,
+    indices: FlexTensor,
+) -> FlexTensor {
+    let shape = x.layout().shape().clone();
+    let (h, w) = (shape[2], shape[3]);
+    let (oh, ow) = (h / 2, w / 2);
+    let (grad, indices) = (grad.into_contiguous(), indices.into_contiguous());
+    let grad: &[f32] = grad.storage();
+    let indices: &[i64] = indices.storage();
+    let dx = par_written(shape.num_elements(), h * w, |i, dx| {
+        let (grad, indices) = (&grad[i * oh * ow..][..oh * ow], &indices[i * oh * ow..][..oh * ow]);
+        let (windows, rest) = dx.split_at_mut(2 * oh * w);
+        for rest in rest {
+            rest.write(0.0);
+        }
+        for (oy, rows) in windows.chunks_exact_mut(2 * w).enumerate() {
+            let (top, bottom) = rows.split_at_mut(w);
+            let grad = &grad[oy * ow..][..ow];
+            let indices = &indices[oy * ow..][..ow];
+            let top_start = (2 * oy * w) as i64;
+            for (ox, (&g, &at)) in grad.iter().zip(indices).enumerate() {
+                let at = at - top_start - 2 * ox as i64;
+                let pick = |position: i64| if at == position { g } else { 0.0 };
+                top[2 * ox].write(pick(0));
+                top[2 * ox + 1].write(pick(1));
+                bottom[2 * ox].write(pick(w as i64));
+                bottom[2 * ox + 1].write(pick(w as i64 + 1));
+            }
+            for odd in [&mut top[2 * ow..], &mut bottom[2 * ow..]] {
+                for value in odd {
+                    value.write(0.0);
+                }
+            }
+        }
+    });
+    FlexTensor::new(Bytes::from_elems(dx), Layout::contiguous(shape), DType::F32)
 }
