@@ -499,6 +499,93 @@ fn flex_max_pool_and_its_gradient_match_ndarray() {
     }
 }
 
+/// burn-flex's convolution → 2×2 max-pool → ReLU in one pass (what catdog's prediction runs
+/// on flex, src/model/fused.rs) against the three apart on ndarray: Winograd's path (with 16
+/// images too, so that a 16-thread machine takes it) and im2col's (3 or 20 input channels,
+/// batch 1, no padding), with and without bias; a shape it does not take (odd output sides,
+/// two groups) is left to the caller (`None`), not computed.
+#[test]
+fn flex_fused_convolution_pool_and_relu_match_ndarray() {
+    use burn::backend::Flex;
+    use burn::tensor::activation::relu;
+    use burn::tensor::module::{conv2d, max_pool2d};
+    use burn::tensor::ops::{ConvOptions, MaxPoolOptions};
+
+    let same = ConvOptions::new([1, 1], [1, 1], [1, 1], 1);
+    let valid = ConvOptions::new([1, 1], [0, 0], [1, 1], 1);
+    let fused = |x: &burn::tensor::TensorData,
+                 w: &burn::tensor::TensorData,
+                 b: Option<&burn::tensor::TensorData>,
+                 options: &ConvOptions<2>| {
+        let flex =
+            |data: &burn::tensor::TensorData| Tensor::<4>::from_data(data.clone(), &Device::flex());
+        let bias = b.map(|b| {
+            Tensor::<1>::from_data(b.clone(), &Device::flex())
+                .try_into_primitive::<Flex>()
+                .unwrap()
+        });
+        burn_flex::ops::conv2d_max_pool2x2_relu(
+            flex(x).try_into_primitive::<Flex>().unwrap(),
+            flex(w).try_into_primitive::<Flex>().unwrap(),
+            bias,
+            options,
+        )
+        .map(|y| Tensor::<4>::from_primitive::<Flex>(y).into_data())
+    };
+    let cases = [
+        ([3, 16, 8, 6], [17, 16, 3, 3], same.clone(), true),
+        ([16, 16, 4, 6], [16, 16, 3, 3], same.clone(), false),
+        ([2, 3, 10, 8], [5, 3, 3, 3], same.clone(), true),
+        ([1, 20, 6, 4], [8, 20, 3, 3], same.clone(), true),
+        ([2, 4, 10, 10], [6, 4, 3, 3], valid, false),
+    ];
+    let ndarray = cpu_backend(CpuBackend::Ndarray).device;
+    for (x_shape, w_shape, options, with_bias) in cases {
+        let case = format!("{x_shape:?} * {w_shape:?}, {options:?}, bias: {with_bias}");
+        let (x, w, b) = (
+            random_data(x_shape),
+            random_data(w_shape),
+            random_data([w_shape[0]]),
+        );
+        let y = conv2d(
+            Tensor::<4>::from_data(x.clone(), &ndarray),
+            Tensor::<4>::from_data(w.clone(), &ndarray),
+            with_bias.then(|| Tensor::<1>::from_data(b.clone(), &ndarray)),
+            options.clone(),
+        );
+        let pool = MaxPoolOptions {
+            kernel_size: [2, 2],
+            stride: [2, 2],
+            padding: [(0, 0), (0, 0)],
+            dilation: [1, 1],
+            ceil_mode: false,
+        };
+        let expected = relu(max_pool2d(y, pool)).into_data();
+        let actual = fused(&x, &w, with_bias.then_some(&b), &options)
+            .unwrap_or_else(|| panic!("not fused: {case}"));
+        assert_eq!(actual.shape(), expected.shape(), "{case}");
+        let (a, e) = (
+            actual.try_to_vec::<f32>().unwrap(),
+            expected.try_to_vec::<f32>().unwrap(),
+        );
+        for (a, e) in a.iter().zip(&e) {
+            assert!(
+                (a - e).abs() <= 1e-4 * e.abs().max(1.0),
+                "{a} against {e}, {case}"
+            );
+        }
+        assert!(
+            e.iter().any(|&v| v == 0.0) && e.iter().any(|&v| v > 0.0),
+            "{case}"
+        );
+    }
+    let (x, w) = (random_data([2, 3, 9, 8]), random_data([4, 3, 3, 3]));
+    assert!(fused(&x, &w, None, &same).is_none(), "odd output height");
+    let (x, w) = (random_data([2, 4, 8, 8]), random_data([4, 2, 3, 3]));
+    let groups = ConvOptions::new([1, 1], [1, 1], [1, 1], 2);
+    assert!(fused(&x, &w, None, &groups).is_none(), "two groups");
+}
+
 /// Training (batch statistics, with gradients) and inference (given statistics).
 #[test]
 fn flex_batch_norm_and_its_gradients_match_ndarray() {

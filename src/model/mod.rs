@@ -1,6 +1,7 @@
 //! The network, the model folder it is saved in, and the model built into catdog.
 
 mod builtin;
+mod fused;
 mod network;
 mod saved;
 

@@ -11,13 +11,16 @@ use burn::nn::{
 use burn::tensor::activation::relu;
 use burn::tensor::{Device, Tensor};
 
+use super::fused;
+
 /// Output channels of the four blocks.
 const CHANNELS: [usize; 4] = [32, 64, 128, 128];
 
 /// conv 3×3 (padding 1) → batch norm → ReLU → max-pool 2×2, computed as max-pool before
 /// ReLU: the two commute (ReLU never changes which value is largest, nor a window's NaN), and
 /// ReLU then touches a quarter of the values. `norm` is `None` once folded into `conv` for
-/// prediction (see [`SmallCnn::folded`]); a model file names its tensors the same either way.
+/// prediction (see [`SmallCnn::folded`]), and then flex runs the three as one pass
+/// ([`fused`]); a model file names its tensors the same either way.
 #[derive(Module, Debug)]
 pub struct ConvBlock {
     conv: Conv2d,
@@ -37,6 +40,11 @@ impl ConvBlock {
     }
 
     fn forward(&self, input: Tensor<4>) -> Tensor<4> {
+        if self.norm.is_none()
+            && let Some(y) = fused::conv_pool_relu(&self.conv, &input)
+        {
+            return y;
+        }
         let mut x = self.conv.forward(input);
         if let Some(norm) = &self.norm {
             x = norm.forward(x);

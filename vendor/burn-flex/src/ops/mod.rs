@@ -99,6 +99,8 @@ mod conv_common;
 pub mod conv;
 #[cfg(feature = "rayon")]
 mod patch;
+#[cfg(feature = "rayon")]
+pub use patch::conv::conv2d_max_pool2x2_relu;
 pub mod conv_transpose;
 pub mod cumulative;
 pub mod deform_conv;

@@ -1,5 +1,5 @@
 //! 2D convolution and both of its gradients as im2col + gemm, images spread over the rayon
-//! threads; the forward pass and input gradient of deep 3×3 layers go to [`winograd`].
+//! threads; deep 3×3 layers (forward pass and both gradients) go to [`winograd`].
 //!
 //! Upstream burn-flex 0.22.1 computes the weight gradient as a convolution whose kernel is the
 //! whole output-gradient image, and the input gradient through `conv_transpose2d`; both took
@@ -14,6 +14,7 @@
 
 use alloc::vec;
 use alloc::vec::Vec;
+use core::mem::MaybeUninit;
 
 use burn_backend::DType;
 use burn_backend::ops::ConvOptions;
@@ -21,7 +22,8 @@ use burn_std::{Bytes, Shape};
 use rayon::prelude::*;
 
 use super::gemm::{Matrix, gemm, gemm_strided};
-use super::winograd::{self, Dims};
+use super::pool::max_relu;
+use super::winograd::{self, Dims, Output};
 use super::{Element, assume_written, narrow, widen};
 use crate::{FlexTensor, Layout};
 
@@ -202,53 +204,101 @@ impl Geometry {
     }
 }
 
-/// `y = conv(x, weight) + bias`. Each output image starts as its bias (written once, in
-/// cache, instead of zeroed and then added to in a second pass) and gemm adds the products.
-fn forward<T: Element>(g: &Geometry, x: &[T], weight: &[T], bias: Option<&[T]>) -> Vec<T> {
+/// `y = conv(x, weight) + bias`, pooled as `output` says (then with even output sizes). Each
+/// output image starts as its bias (written once, in cache, instead of zeroed and then added
+/// to in a second pass) and gemm adds the products; a pooled image is made whole in a
+/// per-thread buffer, in cache, and pooled from there.
+fn forward<T: Element>(
+    g: &Geometry,
+    x: &[T],
+    weight: &[T],
+    bias: Option<&[T]>,
+    output: Output,
+) -> Vec<T> {
     if let Some(d) = g.winograd(g.c_in) {
         let u = winograd::transform_weights(d.c_out, d.c_in, |k, c| {
             core::array::from_fn(|i| weight[(k * d.c_in + c) * 9 + i])
         });
-        return winograd::conv3x3(&d, x, &u, bias);
+        return winograd::conv3x3(&d, x, &u, bias, output);
     }
     let (rows, plane, c_out) = (g.group_rows(), g.out_plane(), g.group_c_out());
-    let len = g.batch * g.out_image_len();
+    let image_out = output.image_len(g.c_out, g.h_out, g.w_out);
+    let len = g.batch * image_out;
     let mut y = Vec::with_capacity(len);
     let parallelism = g.gemm_parallelism();
     let image_len = g.image_len();
+    let full_len = match output {
+        Output::Plain => 0,
+        Output::PooledRelu => g.out_image_len(),
+    };
     // Indexed, not zipped with `x`'s chunks: an empty input image (no channels, or a zero
-    // side with padding) must still get its bias written before `set_len`.
+    // side with padding) must still get its bias written before set_len.
     y.spare_capacity_mut()[..len]
-        .par_chunks_mut(g.out_image_len().max(1))
+        .par_chunks_mut(image_out.max(1))
         .enumerate()
         .for_each_init(
-            || vec![T::zero(); g.groups * rows * plane],
-            |cols, (b, y_b)| {
+            || {
+                (
+                    vec![T::zero(); g.groups * rows * plane],
+                    vec![T::zero(); full_len],
+                )
+            },
+            |(cols, full), (b, y_b)| {
                 let x_b = &x[b * image_len..][..image_len];
-                for (c, out) in y_b.chunks_mut(plane.max(1)).enumerate() {
-                    let start = bias.map_or(T::zero(), |bias| bias[c]);
-                    out.iter_mut().for_each(|v| {
-                        v.write(start);
-                    });
-                }
-                // SAFETY: every value of the image was written just above.
-                let y_b = unsafe { assume_written(y_b) };
+                let image = match output {
+                    Output::Plain => {
+                        for (c, out) in y_b.chunks_mut(plane.max(1)).enumerate() {
+                            let start = bias.map_or(T::zero(), |bias| bias[c]);
+                            out.iter_mut().for_each(|v| {
+                                v.write(start);
+                            });
+                        }
+                        // SAFETY: every value of the image was written just above.
+                        unsafe { assume_written(&mut *y_b) }
+                    }
+                    Output::PooledRelu => {
+                        for (c, out) in full.chunks_mut(plane.max(1)).enumerate() {
+                            out.fill(bias.map_or(T::zero(), |bias| bias[c]));
+                        }
+                        &mut full[..]
+                    }
+                };
                 g.im2col(x_b, cols);
                 for group in 0..g.groups {
                     gemm(
                         [c_out, plane, rows],
-                        &mut y_b[group * c_out * plane..],
+                        &mut image[group * c_out * plane..],
                         true,
                         Matrix::rows(&weight[group * c_out * rows..], rows),
                         Matrix::rows(&cols[group * rows * plane..], plane),
                         parallelism,
                     );
                 }
+                if output == Output::PooledRelu {
+                    pool_relu(full, g.w_out, y_b);
+                }
             },
         );
     // SAFETY: the loop wrote all `len` values, one output image per chunk.
     unsafe { y.set_len(len) };
     y
+}
+
+/// `out = relu(max_pool2×2(image))` for `[channels, h, w]` images of even sides `w` wide:
+/// output row `r` (counted over all channels) pools the image's rows `2r` and `2r + 1`.
+fn pool_relu<T: Element>(image: &[T], w: usize, out: &mut [MaybeUninit<T>]) {
+    assert_eq!(image.len(), 4 * out.len());
+    for (r, out_row) in out.chunks_exact_mut(w / 2).enumerate() {
+        let top = &image[2 * r * w..][..w];
+        let bottom = &image[(2 * r + 1) * w..][..w];
+        for ((o, t), b) in out_row
+            .iter_mut()
+            .zip(top.chunks_exact(2))
+            .zip(bottom.chunks_exact(2))
+        {
+            o.write(max_relu([t[0], t[1], b[0], b[1]]));
+        }
+    }
 }
 
 fn input_grad<T: Element>(g: &Geometry, weight: &[T], dy: &[T]) -> Vec<T> {
@@ -263,7 +313,7 @@ fn input_grad<T: Element>(g: &Geometry, weight: &[T], dy: &[T]) -> Vec<T> {
             c_out: d.c_in,
             ..d
         };
-        return winograd::conv3x3(&swapped, dy, &u, None);
+        return winograd::conv3x3(&swapped, dy, &u, None, Output::Plain);
     }
     let (rows, plane, c_out) = (g.group_rows(), g.out_plane(), g.group_c_out());
     let mut dx = vec![T::zero(); g.batch * g.image_len()];
@@ -290,6 +340,9 @@ fn input_grad<T: Element>(g: &Geometry, weight: &[T], dy: &[T]) -> Vec<T> {
 }
 
 fn weight_grad<T: Element>(g: &Geometry, x: &[T], dy: &[T]) -> Vec<T> {
+    if let Some(d) = g.winograd(g.c_in) {
+        return winograd::weight_grad3x3(&d, x, dy);
+    }
     let (rows, plane, c_out) = (g.group_rows(), g.out_plane(), g.group_c_out());
     let len = g.c_out * rows;
     let parallelism = g.gemm_parallelism();
@@ -387,6 +440,7 @@ pub fn conv2d_f32(
         x.storage(),
         weight.storage(),
         bias.as_ref().map(|bias| bias.storage()),
+        Output::Plain,
     );
     let out_shape = Shape::from(vec![g.batch, g.c_out, out[0], out[1]]);
     FlexTensor::new(
@@ -394,6 +448,48 @@ pub fn conv2d_f32(
         Layout::contiguous(out_shape),
         DType::F32,
     )
+}
+
+/// `relu(max_pool2d(conv2d(x, weight) + bias))` with a 2×2 pool of stride 2, the block of
+/// most small CNNs at inference, in one pass over the convolution's output: each part of it
+/// is pooled while still in cache, where the three operations apart write and read the
+/// largest activations of the network twice more. The same values as the three apart (f32
+/// only, even output sides, one group); `None` where those do not hold, for the caller to
+/// compose them.
+pub fn conv2d_max_pool2x2_relu(
+    x: FlexTensor,
+    weight: FlexTensor,
+    bias: Option<FlexTensor>,
+    options: &ConvOptions<2>,
+) -> Option<FlexTensor> {
+    let f32 = [Some(&x), Some(&weight), bias.as_ref()]
+        .into_iter()
+        .flatten()
+        .all(|t| t.dtype() == DType::F32);
+    let (x_shape, w_shape) = (x.layout().shape(), weight.layout().shape());
+    if !f32 || options.groups != 1 || x_shape.num_dims() != 4 || w_shape.num_dims() != 4 {
+        return None;
+    }
+    let out = Geometry::output_size(x_shape, w_shape, options);
+    if out.iter().any(|&side| side < 2 || side % 2 == 1) {
+        return None;
+    }
+    let g = Geometry::new(x_shape, w_shape, options, out);
+    let (x, weight) = (x.to_contiguous(), weight.to_contiguous());
+    let bias = bias.map(|bias| bias.to_contiguous());
+    let y = forward::<f32>(
+        &g,
+        x.storage(),
+        weight.storage(),
+        bias.as_ref().map(|bias| bias.storage()),
+        Output::PooledRelu,
+    );
+    let out_shape = Shape::from(vec![g.batch, g.c_out, out[0] / 2, out[1] / 2]);
+    Some(FlexTensor::new(
+        Bytes::from_elems(y),
+        Layout::contiguous(out_shape),
+        DType::F32,
+    ))
 }
 
 /// Gradient of the loss with respect to `x`, given the output's gradient.

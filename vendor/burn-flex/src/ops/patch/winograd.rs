@@ -9,12 +9,20 @@
 //! transformed inputs. The transforms only add, subtract and halve, so the results match the
 //! direct convolution to float rounding (catdog's tests compare them with ndarray's).
 //!
+//! The weight gradient is the same algorithm turned around, F(3×3, 2×2): with `e` a 2×2 block
+//! of the output gradient, `A` the transpose of `Aᵀ`, and summed over tiles and images,
+//! `dW = Gᵀ [(A e Aᵀ) ⊙ (Bᵀ d B)] G`, so the 16 products become `P[ξ] = E[ξ] · V[ξ]ᵀ`,
+//! `[c_out × tiles] · [tiles × c_in]`, 16 multiply-adds per block and channel pair again.
+//!
 //! Tiles are transformed and multiplied in blocks of whole tile rows small enough to stay in
 //! the core's cache; several images share a block when theirs are small, so that the products
 //! stay wide where the images are 8×8.
 
+extern crate std;
+
 use alloc::vec;
 use alloc::vec::Vec;
+use core::cell::Cell;
 use core::mem::MaybeUninit;
 use core::ops::Range;
 
@@ -22,6 +30,7 @@ use rayon::prelude::*;
 
 use super::Element;
 use super::gemm::{Matrix, gemm};
+use super::pool::max_relu;
 
 /// Input channels from which this beats im2col: the products here are only `c_in` deep
 /// (im2col's are `9·c_in`), and catdog's first layer has 3.
@@ -87,9 +96,35 @@ pub(super) fn transform_weights<T: Element>(
     u
 }
 
-/// `y = conv3×3(x) + bias` with the kernels already transformed by [`transform_weights`].
-pub(super) fn conv3x3<T: Element>(d: &Dims, x: &[T], u: &[T], bias: Option<&[T]>) -> Vec<T> {
-    let (image_in, image_out) = (d.c_in * d.h * d.w, d.c_out * d.h * d.w);
+/// What a forward convolution writes: its output, or that output max-pooled 2×2 (stride 2)
+/// and then through ReLU, made as each block of it is computed instead of in two more passes
+/// over the whole output (even sizes only).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Output {
+    Plain,
+    PooledRelu,
+}
+
+impl Output {
+    /// Values of one `[c_out, h, w]` output image.
+    pub fn image_len(self, c_out: usize, h: usize, w: usize) -> usize {
+        match self {
+            Output::Plain => c_out * h * w,
+            Output::PooledRelu => c_out * (h / 2) * (w / 2),
+        }
+    }
+}
+
+/// `y = conv3×3(x) + bias`, pooled as `output` says, with the kernels already transformed by
+/// [`transform_weights`].
+pub(super) fn conv3x3<T: Element>(
+    d: &Dims,
+    x: &[T],
+    u: &[T],
+    bias: Option<&[T]>,
+    output: Output,
+) -> Vec<T> {
+    let (image_in, image_out) = (d.c_in * d.h * d.w, output.image_len(d.c_out, d.h, d.w));
     let len = d.batch * image_out;
     if len == 0 {
         return Vec::new();
@@ -109,40 +144,40 @@ pub(super) fn conv3x3<T: Element>(d: &Dims, x: &[T], u: &[T], bias: Option<&[T]>
     };
     let block_rows = block_rows.min(per_task * tile_rows);
     let block_tiles = 16 * block_rows * tile_cols;
-    // Each thread takes consecutive tasks with one scratch: made per task (rayon's
-    // `for_each_init` makes one per job it splits off), zeroing it was 4 % of a training step.
+    // Each thread takes consecutive tasks with its scratch.
     let per_thread = d.batch.div_ceil(per_task).div_ceil(threads) * per_task;
     let mut y = Vec::with_capacity(len);
     y.spare_capacity_mut()[..len]
         .par_chunks_mut(per_thread * image_out)
         .enumerate()
         .for_each(|(thread, y_thread)| {
-            let mut scratch = Scratch::new(d, block_tiles);
-            for (task, y_task) in y_thread.chunks_mut(per_task * image_out).enumerate() {
-                let images = y_task.len() / image_out;
-                let first_image = thread * per_thread + task * per_task;
-                let x_task = &x[first_image * image_in..][..images * image_in];
-                for first in (0..images * tile_rows).step_by(block_rows) {
-                    let rows = first..(first + block_rows).min(images * tile_rows);
-                    let n = rows.len() * tile_cols;
-                    transform_input::<T>(d, x_task, rows.clone(), &mut scratch);
-                    for xi in 0..16 {
-                        gemm(
-                            [d.c_out, n, d.c_in],
-                            &mut scratch.m[xi * d.c_out * n..],
-                            false,
-                            Matrix {
-                                data: &u[xi * d.c_in * d.c_out..],
-                                row_stride: 1,
-                                col_stride: d.c_out,
-                            },
-                            Matrix::rows(&scratch.v[xi * d.c_in * n..], n),
-                            parallelism,
-                        );
+            with_scratch(d, block_tiles, |mut scratch: Scratch<'_, T>| {
+                for (task, y_task) in y_thread.chunks_mut(per_task * image_out).enumerate() {
+                    let images = y_task.len() / image_out;
+                    let first_image = thread * per_thread + task * per_task;
+                    let x_task = &x[first_image * image_in..][..images * image_in];
+                    for first in (0..images * tile_rows).step_by(block_rows) {
+                        let rows = first..(first + block_rows).min(images * tile_rows);
+                        let n = rows.len() * tile_cols;
+                        transform_input::<T>(d, x_task, rows.clone(), &mut scratch);
+                        for xi in 0..16 {
+                            gemm(
+                                [d.c_out, n, d.c_in],
+                                &mut scratch.m[xi * d.c_out * n..],
+                                false,
+                                Matrix {
+                                    data: &u[xi * d.c_in * d.c_out..],
+                                    row_stride: 1,
+                                    col_stride: d.c_out,
+                                },
+                                Matrix::rows(&scratch.v[xi * d.c_in * n..], n),
+                                parallelism,
+                            );
+                        }
+                        transform_output::<T>(d, rows, &mut scratch, bias, output, y_task);
                     }
-                    transform_output::<T>(d, rows, &mut scratch, bias, y_task);
                 }
-            }
+            })
         });
     // SAFETY: each task's blocks cover all tile rows of its images, and `transform_output`
     // writes every output value of the tile rows it is given.
@@ -150,28 +185,131 @@ pub(super) fn conv3x3<T: Element>(d: &Dims, x: &[T], u: &[T], bias: Option<&[T]>
     y
 }
 
-/// One thread's buffers: the transformed inputs `v` (`[16][c_in][n]`), the products `m`
-/// (`[16][c_out][n]`), four input rows split into their even and odd padded columns and
-/// their combinations, and the output transform's partial sums for one channel.
-struct Scratch<T> {
-    v: Vec<T>,
-    m: Vec<T>,
-    rows: Vec<T>,
-    combined: Vec<T>,
-    sums: Vec<T>,
+/// `dW` of the convolution [`conv3x3`] computes (`[c_out, c_in, 3, 3]`), from its input `x`
+/// and its output's gradient `dy`. Each thread sums the products of its share of the images,
+/// then the shares are added and transformed back.
+pub(super) fn weight_grad3x3<T: Element>(d: &Dims, x: &[T], dy: &[T]) -> Vec<T> {
+    let (image_in, image_out) = (d.c_in * d.h * d.w, d.c_out * d.h * d.w);
+    let len = d.c_out * d.c_in * 9;
+    if image_in == 0 || d.batch == 0 {
+        return vec![T::zero(); len];
+    }
+    let (tile_rows, tile_cols) = (d.tile_rows(), d.tile_cols());
+    let block_rows = (BLOCK_BYTES / (16 * size_of::<T>() * (d.c_in + d.c_out) * tile_cols)).max(1);
+    let per_thread = d.batch.div_ceil(rayon::current_num_threads());
+    let block_rows = block_rows.min(per_thread * tile_rows);
+    let block_tiles = 16 * block_rows * tile_cols;
+    let products = 16 * d.c_out * d.c_in;
+    let p = x
+        .par_chunks(per_thread * image_in)
+        .zip(dy.par_chunks(per_thread * image_out))
+        .map(|(x_thread, dy_thread)| {
+            let mut p = vec![T::zero(); products];
+            with_scratch(d, block_tiles, |mut scratch: Scratch<'_, T>| {
+                let tiles = x_thread.len() / image_in * tile_rows;
+                for first in (0..tiles).step_by(block_rows) {
+                    let rows = first..(first + block_rows).min(tiles);
+                    let n = rows.len() * tile_cols;
+                    transform_input::<T>(d, x_thread, rows.clone(), &mut scratch);
+                    transform_output_grad::<T>(d, dy_thread, rows, &mut scratch);
+                    for xi in 0..16 {
+                        gemm(
+                            [d.c_out, d.c_in, n],
+                            &mut p[xi * d.c_out * d.c_in..],
+                            true,
+                            Matrix::rows(&scratch.m[xi * d.c_out * n..], n),
+                            Matrix::rows(&scratch.v[xi * d.c_in * n..], n).transposed(),
+                            gemm::Parallelism::None,
+                        );
+                    }
+                }
+            });
+            p
+        })
+        .reduce_with(|mut a, b| {
+            a.iter_mut().zip(&b).for_each(|(a, &b)| *a += b);
+            a
+        })
+        .unwrap_or_else(|| vec![T::zero(); products]);
+    // Gᵀ P G for every kernel: Gᵀ on the columns of P, then on the rows of the result.
+    let half = T::from(0.5).unwrap();
+    let gt = |[a, b, c, e]: [T; 4]| [a + (b + c) * half, (b - c) * half, (b + c) * half + e];
+    let mut dw = vec![T::zero(); len];
+    dw.par_chunks_mut(9 * d.c_in)
+        .enumerate()
+        .for_each(|(k, dw_k)| {
+            for (c, out) in dw_k.chunks_exact_mut(9).enumerate() {
+                let at = |i: usize, j: usize| p[((i * 4 + j) * d.c_out + k) * d.c_in + c];
+                let columns: [[T; 3]; 4] = core::array::from_fn(|j| gt([0, 1, 2, 3].map(|i| at(i, j))));
+                for (i, row) in out.chunks_exact_mut(3).enumerate() {
+                    row.copy_from_slice(&gt(columns.map(|column| column[i])));
+                }
+            }
+        });
+    dw
 }
 
-impl<T: Element> Scratch<T> {
-    fn new(d: &Dims, block_tiles: usize) -> Self {
+/// One thread's buffers: the transformed inputs `v` (`[16][c_in][n]`), the products `m`
+/// (`[16][c_out][n]`), four input rows split into their even and odd padded columns and
+/// their combinations, and the output transform's partial sums for one channel. Every value
+/// is written before it is read, so what a previous call left there does not matter.
+struct Scratch<'a, T> {
+    v: &'a mut [T],
+    m: &'a mut [T],
+    rows: &'a mut [T],
+    combined: &'a mut [T],
+    sums: &'a mut [T],
+}
+
+impl<'a, T: Element> Scratch<'a, T> {
+    fn lens(d: &Dims, block_tiles: usize) -> [usize; 5] {
         let halves = 8 * (d.tile_cols() + 1);
+        [
+            block_tiles * d.c_in,
+            block_tiles * d.c_out,
+            halves,
+            halves,
+            12 * block_tiles / 16,
+        ]
+    }
+
+    fn split(lens: [usize; 5], mut values: &'a mut [T]) -> Self {
+        let [v, m, rows, combined, sums] = lens.map(|len| {
+            let (part, rest) = core::mem::take(&mut values).split_at_mut(len);
+            values = rest;
+            part
+        });
         Scratch {
-            v: vec![T::zero(); block_tiles * d.c_in],
-            m: vec![T::zero(); block_tiles * d.c_out],
-            rows: vec![T::zero(); halves],
-            combined: vec![T::zero(); halves],
-            sums: vec![T::zero(); 12 * block_tiles / 16],
+            v,
+            m,
+            rows,
+            combined,
+            sums,
         }
     }
+}
+
+std::thread_local! {
+    /// Each thread's scratch, kept from call to call (about [`BLOCK_BYTES`]): allocating and
+    /// zeroing one per call made SmallCnn's inference 2 % slower at 64 px, batch 32
+    /// (alternated in one process; no difference at 128 px).
+    static BUFFER: Cell<Vec<u64>> = const { Cell::new(Vec::new()) };
+}
+
+/// Runs `f` with this thread's scratch for blocks of `block_tiles` tiles.
+fn with_scratch<T: Element>(d: &Dims, block_tiles: usize, f: impl FnOnce(Scratch<'_, T>)) {
+    let lens = Scratch::<T>::lens(d, block_tiles);
+    let len: usize = lens.iter().sum();
+    let words = (len * size_of::<T>()).div_ceil(size_of::<u64>());
+    // Taken out rather than borrowed: a thread waiting in a parallel gemm can start another
+    // task of the same convolution, which then makes its own.
+    let mut buffer = BUFFER.take();
+    if buffer.len() < words {
+        buffer.resize(words, 0);
+    }
+    let values: &mut [T] = bytemuck::cast_slice_mut(&mut buffer[..words]);
+    f(Scratch::split(lens, &mut values[..len]));
+    BUFFER.set(buffer);
 }
 
 /// `Bᵀ d B` for every tile of the tile `rows` (counted over the task's images) and channel,
@@ -180,11 +318,11 @@ impl<T: Element> Scratch<T> {
 /// (for the CPU found at run time, with the `simd` feature).
 #[allow(clippy::extra_unused_type_parameters)]
 #[cfg_attr(feature = "simd", macerator::with_simd)]
-fn transform_input<#[cfg(feature = "simd")] S: macerator::Simd, T: Element>(
+fn transform_input<'s, #[cfg(feature = "simd")] S: macerator::Simd, T: Element>(
     d: &Dims,
     x: &[T],
     rows: Range<usize>,
-    scratch: &mut Scratch<T>,
+    scratch: &mut Scratch<'s, T>,
 ) {
     let (tile_rows, tile_cols) = (d.tile_rows(), d.tile_cols());
     let (plane, n, half) = (d.h * d.w, rows.len() * tile_cols, tile_cols + 1);
@@ -224,6 +362,83 @@ fn transform_input<#[cfg(feature = "simd")] S: macerator::Simd, T: Element>(
             }
         }
     }
+}
+
+/// `A e Aᵀ` for the output gradient's 2×2 block `e` of every tile of the tile `rows` and
+/// output channel, into `scratch.m` laid out as `V` is in `scratch.v` (`[16][c_out][n]`).
+/// Positions past an odd edge count as zeros.
+#[allow(clippy::extra_unused_type_parameters)]
+#[cfg_attr(feature = "simd", macerator::with_simd)]
+fn transform_output_grad<'s, #[cfg(feature = "simd")] S: macerator::Simd, T: Element>(
+    d: &Dims,
+    dy: &[T],
+    rows: Range<usize>,
+    scratch: &mut Scratch<'s, T>,
+) {
+    let (tile_rows, tile_cols) = (d.tile_rows(), d.tile_cols());
+    let (plane, n) = (d.h * d.w, rows.len() * tile_cols);
+    for (index, row) in rows.enumerate() {
+        let (image, ty) = (row / tile_rows, row % tile_rows);
+        for k in 0..d.c_out {
+            let src = &dy[(image * d.c_out + k) * plane..][..plane];
+            // The block's two rows, each as its even and its odd columns.
+            let [e0, o0, e1, o1] = split4_mut(&mut scratch.rows, tile_cols);
+            for (r, (even, odd)) in [(e0, o0), (e1, o1)].into_iter().enumerate() {
+                let y = 2 * ty + r;
+                if y < d.h {
+                    split_columns(&src[y * d.w..][..d.w], even, odd);
+                } else {
+                    even.fill(T::zero());
+                    odd.fill(T::zero());
+                }
+            }
+            let [e0, o0, e1, o1] = split4(&scratch.rows, tile_cols);
+            // A e: the rows e0, e0 + e1, e0 − e1 and −e1, each as even and odd columns.
+            let (combined, _) = scratch.combined.split_at_mut(8 * tile_cols);
+            let (first, second) = combined.split_at_mut(4 * tile_cols);
+            let [se, so, de, do_] = split4_mut(second, tile_cols);
+            add(se, e0, e1);
+            add(so, o0, o1);
+            sub(de, e0, e1);
+            sub(do_, o0, o1);
+            let [ne, no, _, _] = split4_mut(first, tile_cols);
+            neg(ne, e1);
+            neg(no, o1);
+            let [ne, no, _, _] = split4(first, tile_cols);
+            let [se, so, de, do_] = split4(second, tile_cols);
+            // (A e) Aᵀ: columns p, p + q, p − q and −q of each row (p even, q odd).
+            for (i, (even, odd)) in [(e0, o0), (se, so), (de, do_), (ne, no)].into_iter().enumerate()
+            {
+                let start = (i * 4 * d.c_out + k) * n + index * tile_cols;
+                let [m0, m1, m2, m3] = strided4_mut(&mut scratch.m[start..], d.c_out * n, tile_cols);
+                m0.copy_from_slice(even);
+                add(m1, even, odd);
+                sub(m2, even, odd);
+                neg(m3, odd);
+            }
+        }
+    }
+}
+
+/// Splits a row into its even columns (0, 2, …) and its odd ones (1, 3, …, a zero after an
+/// odd-length row's end).
+#[inline(always)]
+fn split_columns<T: Element>(row: &[T], even: &mut [T], odd: &mut [T]) {
+    let pairs = row.len() / 2;
+    for ((e, o), pair) in even.iter_mut().zip(odd.iter_mut()).zip(row.chunks_exact(2)) {
+        *e = pair[0];
+        *o = pair[1];
+    }
+    if row.len() % 2 == 1 {
+        even[pairs] = row[row.len() - 1];
+        odd[pairs] = T::zero();
+    }
+}
+
+/// `out = −a`, value by value.
+#[inline(always)]
+fn neg<T: Element>(out: &mut [T], a: &[T]) {
+    out.iter_mut().zip(a).for_each(|(o, &a)| *o = -a);
 }
 
 /// Splits an input row into its padded even columns (a zero for column −1, then columns 1,
@@ -266,15 +481,17 @@ fn sub<T: Element>(out: &mut [T], a: &[T], b: &[T]) {
 }
 
 /// `Aᵀ M A + bias` for every tile of the tile `rows` and output channel, written into the
-/// task's output images `y` (the parts of 2×2 blocks past an odd edge are dropped). As in
-/// [`transform_input`], every loop runs over contiguous values.
+/// task's output images `y` (the parts of 2×2 blocks past an odd edge are dropped), or with
+/// [`Output::PooledRelu`] each block's ReLU'd maximum. As in [`transform_input`], every loop
+/// runs over contiguous values.
 #[allow(clippy::extra_unused_type_parameters)]
 #[cfg_attr(feature = "simd", macerator::with_simd)]
-fn transform_output<'a, #[cfg(feature = "simd")] S: macerator::Simd, T: Element>(
+fn transform_output<'a, 's, #[cfg(feature = "simd")] S: macerator::Simd, T: Element>(
     d: &Dims,
     rows: Range<usize>,
-    scratch: &mut Scratch<T>,
+    scratch: &mut Scratch<'s, T>,
     bias: Option<&'a [T]>,
+    output: Output,
     y: &mut [MaybeUninit<T>],
 ) {
     let (tile_rows, tile_cols) = (d.tile_rows(), d.tile_cols());
@@ -309,8 +526,17 @@ fn transform_output<'a, #[cfg(feature = "simd")] S: macerator::Simd, T: Element>
         });
         for (index, row) in rows.clone().enumerate() {
             let (image, ty) = (row / tile_rows, row % tile_rows);
-            let y_plane = &mut y[(image * d.c_out + k) * plane..][..plane];
             let tiles = index * tile_cols..(index + 1) * tile_cols;
+            if output == Output::PooledRelu {
+                // Even sizes: a tile's 2×2 block is one pooling window, a tile row one row.
+                let pooled = &mut y[((image * d.c_out + k) * tile_rows + ty) * tile_cols..];
+                let corners = [0, 1, 2, 3].map(|i| &out[i][tiles.clone()]);
+                for (tx, value) in pooled[..tile_cols].iter_mut().enumerate() {
+                    value.write(max_relu(corners.map(|corner| corner[tx])));
+                }
+                continue;
+            }
+            let y_plane = &mut y[(image * d.c_out + k) * plane..][..plane];
             for r in 0..2 {
                 let oy = 2 * ty + r;
                 if oy < d.h {
