@@ -5,12 +5,14 @@ Runs `catdog bench --json` and bench/pytorch_reference.py with the same settings
 the other, each with its batches made once before the clock starts (`--data-on-device`, so
 that both time forward, backward and the update alone), and prints each catdog backend's training and inference photos/s beside its
 PyTorch counterpart (the CPU backends against PyTorch on the CPU, wgpu against PyTorch on
-CUDA where there is one) with the ratio catdog/PyTorch.
+CUDA where there is one) with the ratio catdog/PyTorch. It does so --rounds times, alternating
+the two, so that a machine whose speed drifts within minutes shows in the spread of the
+ratios, each measured with both sides seconds apart, and prints their medians.
 
 Usage:
     python3 bench/compare.py [--catdog target/release/catdog] [--backends flex,ndarray]
                              [--image-size 64] [--batch-size 32] [--seconds 3] [--repeats 3]
-                             [--json FILE]
+                             [--rounds 3] [--json FILE]
 
 Needs PyTorch: see bench/pytorch_reference.py.
 """
@@ -18,6 +20,7 @@ Needs PyTorch: see bench/pytorch_reference.py.
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 
@@ -40,7 +43,9 @@ def main():
     parser.add_argument("--batch-size", default="32")
     parser.add_argument("--seconds", default="3")
     parser.add_argument("--repeats", default="3")
-    parser.add_argument("--json", metavar="FILE", help="also write both results to FILE")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="runs of both sides, alternated, each with its own ratio [default: 3]")
+    parser.add_argument("--json", metavar="FILE", help="also write every round's results to FILE")
     args = parser.parse_args()
 
     # Both sides time the same work: the batches are made (normalised, in f32, on the
@@ -50,36 +55,54 @@ def main():
     catdog_command = [args.catdog, "bench", "--json"] + common
     if args.backends:
         catdog_command += ["--backends", args.backends]
-    catdog = run_json(catdog_command)
-    threads = str(catdog["machine"]["cpu"]["compute_threads"])
-    pytorch = run_json([sys.executable, os.path.join(HERE, "pytorch_reference.py"), "--threads", threads] + common)
+    rounds = []
+    for number in range(1, args.rounds + 1):
+        print(f"round {number} of {args.rounds}", file=sys.stderr)
+        catdog = run_json(catdog_command)
+        threads = str(catdog["machine"]["cpu"]["compute_threads"])
+        pytorch = run_json([sys.executable, os.path.join(HERE, "pytorch_reference.py"),
+                            "--threads", threads] + common)
+        rounds.append({"catdog": catdog, "pytorch": pytorch})
 
-    by_backend = {run["backend"]: run for run in pytorch["runs"]}
     print(f"SmallCnn, {args.image_size} px, batch {args.batch_size}, median photos/s of "
-          f"{args.repeats} windows of >= {args.seconds} s; {threads} CPU threads; torch {pytorch['torch_version']}; "
-          f"batches made before the clock starts on both sides")
-    header = ("catdog", "threads", "train", "infer", "PyTorch", "threads", "train", "infer",
-              "train ratio", "infer ratio")
+          f"{args.repeats} windows of >= {args.seconds} s; torch {pytorch['torch_version']}; "
+          f"batches made before the clock starts on both sides; {args.rounds} round(s), "
+          f"catdog then PyTorch in each")
+    header = ("round", "catdog", "threads", "train", "infer", "PyTorch", "threads", "train",
+              "infer", "train ratio", "infer ratio")
     rows = [header]
-    for run in catdog["runs"]:
-        counterpart = by_backend.get("pytorch-cuda" if run["hardware_gpu"] else "pytorch-cpu")
-        if counterpart is None:
-            continue
-        rows.append((
-            run["backend"], "GPU" if run["hardware_gpu"] else threads,
-            f"{run['train_images_per_sec']:.1f}", f"{run['infer_images_per_sec']:.1f}",
-            counterpart["backend"], "GPU" if run["hardware_gpu"] else str(pytorch["settings"]["threads"]),
-            f"{counterpart['train_images_per_sec']:.1f}",
-            f"{counterpart['infer_images_per_sec']:.1f}",
-            f"{run['train_images_per_sec'] / counterpart['train_images_per_sec']:.2f}x",
-            f"{run['infer_images_per_sec'] / counterpart['infer_images_per_sec']:.2f}x",
-        ))
+    ratios = {}
+    for number, result in enumerate(rounds, 1):
+        catdog, pytorch = result["catdog"], result["pytorch"]
+        threads = str(catdog["machine"]["cpu"]["compute_threads"])
+        by_backend = {run["backend"]: run for run in pytorch["runs"]}
+        for run in catdog["runs"]:
+            counterpart = by_backend.get("pytorch-cuda" if run["hardware_gpu"] else "pytorch-cpu")
+            if counterpart is None:
+                continue
+            train = run["train_images_per_sec"] / counterpart["train_images_per_sec"]
+            infer = run["infer_images_per_sec"] / counterpart["infer_images_per_sec"]
+            ratios.setdefault(run["backend"], []).append((train, infer))
+            rows.append((
+                str(number), run["backend"], "GPU" if run["hardware_gpu"] else threads,
+                f"{run['train_images_per_sec']:.1f}", f"{run['infer_images_per_sec']:.1f}",
+                counterpart["backend"],
+                "GPU" if run["hardware_gpu"] else str(pytorch["settings"]["threads"]),
+                f"{counterpart['train_images_per_sec']:.1f}",
+                f"{counterpart['infer_images_per_sec']:.1f}",
+                f"{train:.2f}x", f"{infer:.2f}x",
+            ))
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     for row in rows:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+    if args.rounds > 1:
+        for backend, pairs in ratios.items():
+            train, infer = zip(*pairs)
+            print(f"{backend}: median ratio over the rounds: train {statistics.median(train):.2f}x, "
+                  f"infer {statistics.median(infer):.2f}x")
     if args.json:
         with open(args.json, "w") as out:
-            json.dump({"catdog": catdog, "pytorch": pytorch}, out, indent=1)
+            json.dump({"rounds": rounds}, out, indent=1)
 
 
 if __name__ == "__main__":
