@@ -136,6 +136,15 @@ impl ModuleOps<Flex> for Flex {
     }
 
     #[cfg(feature = "rayon")]
+    fn conv2d_bias_backward(
+        _x: FloatTensor<Flex>,
+        _bias: FloatTensor<Flex>,
+        output_grad: FloatTensor<Flex>,
+    ) -> FloatTensor<Flex> {
+        patch::conv::conv2d_bias_backward(output_grad)
+    }
+
+    #[cfg(feature = "rayon")]
     fn conv2d_weight_backward(
         x: FloatTensor<Flex>,
         weight: FloatTensor<Flex>,

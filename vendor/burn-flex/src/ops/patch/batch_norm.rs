@@ -11,7 +11,7 @@ use burn_backend::DType;
 use burn_std::Shape;
 use rayon::prelude::*;
 
-use super::{Element, narrow, par_written, widen};
+use super::{Element, lane_sums, narrow, par_written, widen};
 use crate::FlexTensor;
 
 /// `[batch, channels, rest]` sizes of a `[batch, channels, ...]` shape.
@@ -28,38 +28,6 @@ fn split(shape: &Shape) -> (usize, usize, usize) {
 fn channel<T>(data: &[T], c: usize, channels: usize, rest: usize) -> impl Iterator<Item = &[T]> {
     data.chunks(channels * rest.max(1))
         .map(move |image| &image[c * rest..(c + 1) * rest])
-}
-
-/// Partial sums kept side by side: one running sum is a chain of dependent additions, one
-/// value per float adder's latency, which the compiler may not reorder into vector
-/// instructions (float addition is not associative). With this many lanes the loops below
-/// become vector additions, and the sums run as fast as memory delivers the values.
-const LANES: usize = 32;
-
-/// `Σ f(v, o)` over `values` zipped with `others`, each of the `N` sums in [`LANES`] parts.
-fn lane_sums<T: Element, const N: usize>(
-    values: &[T],
-    others: &[T],
-    f: impl Fn(T, T) -> [T; N],
-) -> [T; N] {
-    let mut lanes = [[T::zero(); LANES]; N];
-    let pairs = values.chunks_exact(LANES).zip(others.chunks_exact(LANES));
-    for (chunk, other) in pairs {
-        for i in 0..LANES {
-            let terms = f(chunk[i], other[i]);
-            for (lanes, term) in lanes.iter_mut().zip(terms) {
-                lanes[i] += term;
-            }
-        }
-    }
-    let done = values.len() / LANES * LANES;
-    let mut sums = lanes.map(|lanes| lanes.into_iter().fold(T::zero(), |s, v| s + v));
-    for (&v, &o) in values[done..].iter().zip(&others[done..]) {
-        for (sum, term) in sums.iter_mut().zip(f(v, o)) {
-            *sum += term;
-        }
-    }
-    sums
 }
 
 /// Sum of `f` over channel `c`, in f64 across runs so long channels keep their precision.

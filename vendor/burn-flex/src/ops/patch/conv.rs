@@ -24,7 +24,7 @@ use rayon::prelude::*;
 use super::gemm::{Matrix, gemm, gemm_strided};
 use super::pool::max_relu;
 use super::winograd::{self, Dims, Output};
-use super::{Element, assume_written, narrow, widen};
+use super::{Element, assume_written, lane_sums, narrow, widen};
 use crate::{FlexTensor, Layout};
 
 /// Shapes and options of one 2D convolution.
@@ -532,4 +532,31 @@ pub fn conv2d_weight_backward(
         |x, dy| weight_grad(&g, x, dy),
         |x, dy| weight_grad(&g, x, dy),
     )
+}
+
+/// Gradient of the loss with respect to the bias: the output's gradient summed over images and
+/// pixels, per channel. burn's generic version swaps the first two axes and reshapes, which made
+/// flex copy the whole gradient into channel-major order first (5 % of a training step at 64 px).
+pub fn conv2d_bias_backward(output_grad: FlexTensor) -> FlexTensor {
+    let shape = output_grad.layout().shape().clone();
+    let (batch, channels) = (shape[0], shape[1]);
+    let plane = shape.num_elements() / (batch * channels).max(1);
+    let dtype = output_grad.dtype();
+    let dy = widen(output_grad);
+    let out = Shape::new([channels]);
+    match dy.dtype() {
+        DType::F64 => narrow(bias_grad::<f64>(dy.storage(), channels, plane), out, dtype),
+        _ => narrow(bias_grad::<f32>(dy.storage(), channels, plane), out, dtype),
+    }
+}
+
+fn bias_grad<T: Element>(dy: &[T], channels: usize, plane: usize) -> Vec<T> {
+    (0..channels)
+        .into_par_iter()
+        .map(|c| {
+            let images = dy.chunks_exact((channels * plane).max(1));
+            let runs = images.map(|image| &image[c * plane..][..plane]);
+            runs.fold(T::zero(), |sum, run| sum + lane_sums(run, run, |v, _| [v])[0])
+        })
+        .collect()
 }
