@@ -50,11 +50,9 @@ fn scale_and_shift<T: Element>(x: &[T], scale: &[T], shift: &[T], rest: usize) -
     let rest = rest.max(1);
     par_written(x.len(), rest, |plane, out| {
         let (scale, shift) = (scale[plane % channels], shift[plane % channels]);
-        out.iter_mut()
-            .zip(&x[plane * rest..])
-            .for_each(|(o, &v)| {
-                o.write(v * scale + shift);
-            });
+        out.iter_mut().zip(&x[plane * rest..]).for_each(|(o, &v)| {
+            o.write(v * scale + shift);
+        });
     })
 }
 
@@ -194,6 +192,12 @@ fn backward_typed<T: Element>(
         .unzip();
     // dx = γ/σ · (dy − mean(dy) − x̂ · mean(dy · x̂)), from each channel's two sums above.
     let count: T = cast((x.len() / channels.max(1)).max(1) as f64);
+    // `par_written` needs every value written: each plane of `x` has its plane of `dy`.
+    assert_eq!(
+        x.len(),
+        dy.len(),
+        "batch norm backward: input and gradient shapes differ"
+    );
     let rest = rest.max(1);
     let x_grad = par_written(x.len(), rest, |plane, out| {
         let c = plane % channels;

@@ -556,7 +556,9 @@ fn bias_grad<T: Element>(dy: &[T], channels: usize, plane: usize) -> Vec<T> {
         .map(|c| {
             let images = dy.chunks_exact((channels * plane).max(1));
             let runs = images.map(|image| &image[c * plane..][..plane]);
-            runs.fold(T::zero(), |sum, run| sum + lane_sums(run, run, |v, _| [v])[0])
+            runs.fold(T::zero(), |sum, run| {
+                sum + lane_sums(run, run, |v, _| [v])[0]
+            })
         })
         .collect()
 }

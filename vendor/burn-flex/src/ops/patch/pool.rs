@@ -91,7 +91,11 @@ pub(crate) fn max_pool2d_2x2(x: FlexTensor) -> FlexTensor {
             }
         }
     });
-    FlexTensor::new(Bytes::from_elems(out), Layout::contiguous(shape), DType::F32)
+    FlexTensor::new(
+        Bytes::from_elems(out),
+        Layout::contiguous(shape),
+        DType::F32,
+    )
 }
 
 /// The pooled tensor and, for each output, the position in its input plane (`y · w + x`,
@@ -101,6 +105,8 @@ pub(crate) fn max_pool2d_2x2_with_indices(x: FlexTensor) -> (FlexTensor, FlexTen
     let (shape, h, w, oh, ow) = geometry(&x);
     let data: &[f32] = x.storage();
     let len = shape.num_elements();
+    // Each output plane zips with its input plane: all of them are there.
+    assert_eq!(data.len(), len / (oh * ow) * h * w);
     let (mut out, mut indices) = (Vec::with_capacity(len), Vec::with_capacity(len));
     out.spare_capacity_mut()[..len]
         .par_chunks_mut(oh * ow)
@@ -124,8 +130,16 @@ pub(crate) fn max_pool2d_2x2_with_indices(x: FlexTensor) -> (FlexTensor, FlexTen
         indices.set_len(len);
     }
     (
-        FlexTensor::new(Bytes::from_elems(out), Layout::contiguous(shape.clone()), DType::F32),
-        FlexTensor::new(Bytes::from_elems(indices), Layout::contiguous(shape), DType::I64),
+        FlexTensor::new(
+            Bytes::from_elems(out),
+            Layout::contiguous(shape.clone()),
+            DType::F32,
+        ),
+        FlexTensor::new(
+            Bytes::from_elems(indices),
+            Layout::contiguous(shape),
+            DType::I64,
+        ),
     )
 }
 
@@ -144,7 +158,10 @@ pub(crate) fn max_pool2d_2x2_backward(
     let grad: &[f32] = grad.storage();
     let indices: &[i64] = indices.storage();
     let dx = par_written(shape.num_elements(), h * w, |i, dx| {
-        let (grad, indices) = (&grad[i * oh * ow..][..oh * ow], &indices[i * oh * ow..][..oh * ow]);
+        let (grad, indices) = (
+            &grad[i * oh * ow..][..oh * ow],
+            &indices[i * oh * ow..][..oh * ow],
+        );
         let (windows, rest) = dx.split_at_mut(2 * oh * w);
         for rest in rest {
             rest.write(0.0);

@@ -191,7 +191,7 @@ pub(super) fn conv3x3<T: Element>(
 pub(super) fn weight_grad3x3<T: Element>(d: &Dims, x: &[T], dy: &[T]) -> Vec<T> {
     let (image_in, image_out) = (d.c_in * d.h * d.w, d.c_out * d.h * d.w);
     let len = d.c_out * d.c_in * 9;
-    if image_in == 0 || d.batch == 0 {
+    if image_in == 0 || d.batch == 0 || d.c_out == 0 {
         return vec![T::zero(); len];
     }
     let (tile_rows, tile_cols) = (d.tile_rows(), d.tile_cols());
@@ -240,7 +240,8 @@ pub(super) fn weight_grad3x3<T: Element>(d: &Dims, x: &[T], dy: &[T]) -> Vec<T> 
         .for_each(|(k, dw_k)| {
             for (c, out) in dw_k.chunks_exact_mut(9).enumerate() {
                 let at = |i: usize, j: usize| p[((i * 4 + j) * d.c_out + k) * d.c_in + c];
-                let columns: [[T; 3]; 4] = core::array::from_fn(|j| gt([0, 1, 2, 3].map(|i| at(i, j))));
+                let columns: [[T; 3]; 4] =
+                    core::array::from_fn(|j| gt([0, 1, 2, 3].map(|i| at(i, j))));
                 for (i, row) in out.chunks_exact_mut(3).enumerate() {
                     row.copy_from_slice(&gt(columns.map(|column| column[i])));
                 }
@@ -407,10 +408,13 @@ fn transform_output_grad<'s, #[cfg(feature = "simd")] S: macerator::Simd, T: Ele
             let [ne, no, _, _] = split4(first, tile_cols);
             let [se, so, de, do_] = split4(second, tile_cols);
             // (A e) Aᵀ: columns p, p + q, p − q and −q of each row (p even, q odd).
-            for (i, (even, odd)) in [(e0, o0), (se, so), (de, do_), (ne, no)].into_iter().enumerate()
+            for (i, (even, odd)) in [(e0, o0), (se, so), (de, do_), (ne, no)]
+                .into_iter()
+                .enumerate()
             {
                 let start = (i * 4 * d.c_out + k) * n + index * tile_cols;
-                let [m0, m1, m2, m3] = strided4_mut(&mut scratch.m[start..], d.c_out * n, tile_cols);
+                let [m0, m1, m2, m3] =
+                    strided4_mut(&mut scratch.m[start..], d.c_out * n, tile_cols);
                 m0.copy_from_slice(even);
                 add(m1, even, odd);
                 sub(m2, even, odd);
