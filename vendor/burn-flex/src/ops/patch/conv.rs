@@ -14,7 +14,6 @@
 
 use alloc::vec;
 use alloc::vec::Vec;
-use core::mem::MaybeUninit;
 
 use burn_backend::DType;
 use burn_backend::ops::ConvOptions;
@@ -22,7 +21,7 @@ use burn_std::{Bytes, Shape};
 use rayon::prelude::*;
 
 use super::gemm::{Matrix, gemm, gemm_strided};
-use super::pool::max_relu;
+use super::pool::{max_relu, pool_rows};
 use super::winograd::{self, Dims, Output};
 use super::{Element, assume_written, lane_sums, narrow, widen};
 use crate::{FlexTensor, Layout};
@@ -232,7 +231,7 @@ fn forward<T: Element>(
         Output::PooledRelu => g.out_image_len(),
     };
     // Indexed, not zipped with `x`'s chunks: an empty input image (no channels, or a zero
-    // side with padding) must still get its bias written before set_len.
+    // side with padding) must still get its bias written before `set_len`.
     y.spare_capacity_mut()[..len]
         .par_chunks_mut(image_out.max(1))
         .enumerate()
@@ -275,30 +274,13 @@ fn forward<T: Element>(
                     );
                 }
                 if output == Output::PooledRelu {
-                    pool_relu(full, g.w_out, y_b);
+                    pool_rows(full, g.w_out, g.w_out / 2, y_b, max_relu);
                 }
             },
         );
     // SAFETY: the loop wrote all `len` values, one output image per chunk.
     unsafe { y.set_len(len) };
     y
-}
-
-/// `out = relu(max_pool2×2(image))` for `[channels, h, w]` images of even sides `w` wide:
-/// output row `r` (counted over all channels) pools the image's rows `2r` and `2r + 1`.
-fn pool_relu<T: Element>(image: &[T], w: usize, out: &mut [MaybeUninit<T>]) {
-    assert_eq!(image.len(), 4 * out.len());
-    for (r, out_row) in out.chunks_exact_mut(w / 2).enumerate() {
-        let top = &image[2 * r * w..][..w];
-        let bottom = &image[(2 * r + 1) * w..][..w];
-        for ((o, t), b) in out_row
-            .iter_mut()
-            .zip(top.chunks_exact(2))
-            .zip(bottom.chunks_exact(2))
-        {
-            o.write(max_relu([t[0], t[1], b[0], b[1]]));
-        }
-    }
 }
 
 fn input_grad<T: Element>(g: &Geometry, weight: &[T], dy: &[T]) -> Vec<T> {

@@ -10,6 +10,7 @@
 //! then scatters into it.
 
 use alloc::vec::Vec;
+use core::mem::MaybeUninit;
 
 use burn_backend::DType;
 use burn_std::{Bytes, Shape};
@@ -64,6 +65,31 @@ pub(super) fn max_relu<T: Element>(values: [T; 4]) -> T {
     }
 }
 
+/// `f` of every 2×2 window of `plane` (rows `w` wide), in upstream's order, into `out`
+/// (rows `ow` wide): output row `r` pools the plane's rows `2r` and `2r + 1`; an odd last
+/// column is left out. Writes every value of `out`.
+#[inline(always)]
+pub(super) fn pool_rows<T: Element, U>(
+    plane: &[T],
+    w: usize,
+    ow: usize,
+    out: &mut [MaybeUninit<U>],
+    f: impl Fn([T; 4]) -> U,
+) {
+    assert!(ow > 0 && 2 * ow <= w && out.len() % ow == 0);
+    for (r, out_row) in out.chunks_exact_mut(ow).enumerate() {
+        let top = &plane[2 * r * w..][..2 * ow];
+        let bottom = &plane[(2 * r + 1) * w..][..2 * ow];
+        for ((o, t), b) in out_row
+            .iter_mut()
+            .zip(top.chunks_exact(2))
+            .zip(bottom.chunks_exact(2))
+        {
+            o.write(f([t[0], t[1], b[0], b[1]]));
+        }
+    }
+}
+
 /// Output shape and the input as a contiguous `[planes, h, w]` slice.
 fn geometry(x: &FlexTensor) -> (Shape, usize, usize, usize, usize) {
     let shape = x.layout().shape();
@@ -78,18 +104,7 @@ pub(crate) fn max_pool2d_2x2(x: FlexTensor) -> FlexTensor {
     let (shape, h, w, oh, ow) = geometry(&x);
     let data: &[f32] = x.storage();
     let out = par_written(shape.num_elements(), oh * ow, |i, out| {
-        let plane = &data[i * h * w..][..h * w];
-        for (oy, out_row) in out.chunks_exact_mut(ow).enumerate() {
-            let top = &plane[2 * oy * w..][..2 * ow];
-            let bottom = &plane[(2 * oy + 1) * w..][..2 * ow];
-            for ((o, t), b) in out_row
-                .iter_mut()
-                .zip(top.chunks_exact(2))
-                .zip(bottom.chunks_exact(2))
-            {
-                o.write(window_max([t[0], t[1], b[0], b[1]]).0);
-            }
-        }
+        pool_rows(&data[i * h * w..][..h * w], w, ow, out, |v| window_max(v).0);
     });
     FlexTensor::new(
         Bytes::from_elems(out),

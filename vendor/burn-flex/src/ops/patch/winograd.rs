@@ -58,6 +58,11 @@ impl Dims {
     fn tile_cols(&self) -> usize {
         self.w.div_ceil(2)
     }
+    /// Tile rows per block, so that a block's transformed inputs and outputs (16 matrices
+    /// each) fit in [`BLOCK_BYTES`].
+    fn block_rows<T>(&self) -> usize {
+        (BLOCK_BYTES / (16 * size_of::<T>() * (self.c_in + self.c_out) * self.tile_cols())).max(1)
+    }
 }
 
 /// The 16 matrices `U[ξ] = G g Gᵀ`, each `[c_out × c_in]` stored column-major
@@ -130,7 +135,7 @@ pub(super) fn conv3x3<T: Element>(
         return Vec::new();
     }
     let (tile_rows, tile_cols) = (d.tile_rows(), d.tile_cols());
-    let block_rows = (BLOCK_BYTES / (16 * size_of::<T>() * (d.c_in + d.c_out) * tile_cols)).max(1);
+    let block_rows = d.block_rows::<T>();
     // Whole images per task, as many as a block holds, in a multiple of the thread count.
     let threads = rayon::current_num_threads();
     let per_task = (block_rows / tile_rows).clamp(1, d.batch);
@@ -195,7 +200,7 @@ pub(super) fn weight_grad3x3<T: Element>(d: &Dims, x: &[T], dy: &[T]) -> Vec<T> 
         return vec![T::zero(); len];
     }
     let (tile_rows, tile_cols) = (d.tile_rows(), d.tile_cols());
-    let block_rows = (BLOCK_BYTES / (16 * size_of::<T>() * (d.c_in + d.c_out) * tile_cols)).max(1);
+    let block_rows = d.block_rows::<T>();
     let per_thread = d.batch.div_ceil(rayon::current_num_threads());
     let block_rows = block_rows.min(per_thread * tile_rows);
     let block_tiles = 16 * block_rows * tile_cols;
