@@ -9,17 +9,24 @@ CUDA where there is one) with the ratio catdog/PyTorch. It does so --rounds time
 the two, so that a machine whose speed drifts within minutes shows in the spread of the
 ratios, each measured with both sides seconds apart, and prints their medians.
 
+With --photos DIR it compares inference on real photos instead: `catdog eval --data DIR` and
+`catdog predict DIR` with the built-in model on the CPU (flex) against bench/pytorch_photos.py
+running the same weights over the same photos, photos/s from decoded pixels (eval) and from
+the files (predict), and both accuracies.
+
 Usage:
     python3 bench/compare.py [--catdog target/release/catdog] [--backends flex,ndarray]
                              [--image-size 64] [--batch-size 32] [--seconds 3] [--repeats 3]
                              [--rounds 3] [--json FILE]
+    python3 bench/compare.py --photos DIR [--catdog ...] [--rounds 3] [--json FILE]
 
-Needs PyTorch: see bench/pytorch_reference.py.
+Needs PyTorch: see bench/pytorch_reference.py (and Pillow for --photos).
 """
 
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -27,27 +34,73 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def run_json(command):
+def run(command, **pipes):
     print("$ " + " ".join(command), file=sys.stderr)
-    done = subprocess.run(command, stdout=subprocess.PIPE, text=True)
+    done = subprocess.run(command, text=True, **pipes)
     if done.returncode != 0:
         sys.exit(f"{command[0]} failed with exit code {done.returncode}")
-    return json.loads(done.stdout)
+    return done
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--catdog", default=os.path.join(HERE, "..", "target", "release", "catdog"))
-    parser.add_argument("--backends", default=None, help="catdog backends [default: catdog's default]")
-    parser.add_argument("--image-size", default="64")
-    parser.add_argument("--batch-size", default="32")
-    parser.add_argument("--seconds", default="3")
-    parser.add_argument("--repeats", default="3")
-    parser.add_argument("--rounds", type=int, default=3,
-                        help="runs of both sides, alternated, each with its own ratio [default: 3]")
-    parser.add_argument("--json", metavar="FILE", help="also write every round's results to FILE")
-    args = parser.parse_args()
+def run_json(command):
+    return json.loads(run(command, stdout=subprocess.PIPE).stdout)
 
+
+def print_table(rows):
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+
+
+def compare_photos(args):
+    """catdog eval and predict against bench/pytorch_photos.py on the photos of args.photos."""
+    catdog = [args.catdog]
+    model = ["--model", "builtin", "--backend", "cpu"]
+    threads = str(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count())
+    rounds = []
+    for number in range(1, args.rounds + 1):
+        print(f"round {number} of {args.rounds}", file=sys.stderr)
+        evaluation = run_json(catdog + ["eval", "--data", args.photos, "--json"] + model)
+        predict = run(catdog + ["predict", args.photos] + model,
+                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE).stderr
+        speed = re.search(r"predicted [\d,]+ photos in [\d.]+ s: (\d+) photos/s", predict)
+        if speed is None:
+            sys.exit(f"catdog predict printed no speed line:\n{predict}")
+        pytorch = run_json([sys.executable, os.path.join(HERE, "pytorch_photos.py"), args.photos,
+                            "--threads", threads, "--repeats", "1"])
+        rounds.append({"catdog_eval": evaluation, "catdog_predict_images_per_sec": float(speed[1]),
+                       "pytorch": pytorch})
+
+    print(f"the built-in model ({pytorch['image_size']} px) over the {pytorch['photos']} photos of "
+          f"{args.photos}, batch {pytorch['batch_size']}, catdog on flex and PyTorch "
+          f"{pytorch['torch_version']} on the CPU, {threads} threads each; eval: photos/s from decoded "
+          f"pixels to probabilities; predict: from the files, decoding included (PyTorch: a "
+          f"DataLoader with {pytorch['workers']} Pillow workers); {args.rounds} round(s)")
+    rows = [("round", "catdog eval", "PyTorch eval", "ratio", "catdog predict", "PyTorch predict",
+             "ratio", "catdog accuracy", "PyTorch accuracy")]
+    ratios = []
+    for number, result in enumerate(rounds, 1):
+        evaluation, pytorch = result["catdog_eval"], result["pytorch"]
+        predict = result["catdog_predict_images_per_sec"]
+        ratio = (evaluation["infer_images_per_sec"] / pytorch["eval_images_per_sec"],
+                 predict / pytorch["predict_images_per_sec"])
+        ratios.append(ratio)
+        accuracy = pytorch["accuracy"]
+        rows.append((str(number), f"{evaluation['infer_images_per_sec']:.0f}",
+                     f"{pytorch['eval_images_per_sec']:.0f}", f"{ratio[0]:.2f}x", f"{predict:.0f}",
+                     f"{pytorch['predict_images_per_sec']:.0f}", f"{ratio[1]:.2f}x",
+                     f"{evaluation['accuracy'] * 100:.1f} %",
+                     "-" if accuracy is None else f"{accuracy * 100:.1f} %"))
+    print_table(rows)
+    if args.rounds > 1:
+        eval_ratios, predict_ratios = zip(*ratios)
+        print(f"median ratio over the rounds: eval {statistics.median(eval_ratios):.2f}x, "
+              f"predict {statistics.median(predict_ratios):.2f}x")
+    return rounds
+
+
+def compare_bench(args):
+    """catdog bench against bench/pytorch_reference.py, per backend and round."""
     # Both sides time the same work: the batches are made (normalised, in f32, on the
     # device) once before the clock starts, so only forward, backward and the update count.
     common = ["--image-size", args.image_size, "--batch-size", args.batch_size,
@@ -92,14 +145,30 @@ def main():
                 f"{counterpart['infer_images_per_sec']:.1f}",
                 f"{train:.2f}x", f"{infer:.2f}x",
             ))
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    for row in rows:
-        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+    print_table(rows)
     if args.rounds > 1:
         for backend, pairs in ratios.items():
             train, infer = zip(*pairs)
             print(f"{backend}: median ratio over the rounds: train {statistics.median(train):.2f}x, "
                   f"infer {statistics.median(infer):.2f}x")
+    return rounds
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--catdog", default=os.path.join(HERE, "..", "target", "release", "catdog"))
+    parser.add_argument("--backends", default=None, help="catdog backends [default: catdog's default]")
+    parser.add_argument("--image-size", default="64")
+    parser.add_argument("--batch-size", default="32")
+    parser.add_argument("--seconds", default="3")
+    parser.add_argument("--repeats", default="3")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="runs of both sides, alternated, each with its own ratio [default: 3]")
+    parser.add_argument("--json", metavar="FILE", help="also write every round's results to FILE")
+    parser.add_argument("--photos", metavar="DIR",
+                        help="compare eval and predict on these photos instead of the bench")
+    args = parser.parse_args()
+    rounds = compare_photos(args) if args.photos else compare_bench(args)
     if args.json:
         with open(args.json, "w") as out:
             json.dump({"rounds": rounds}, out, indent=1)
