@@ -75,7 +75,8 @@ def compare_photos(args):
           f"{args.photos}, batch {pytorch['batch_size']}, catdog on flex and PyTorch "
           f"{pytorch['torch_version']} on the CPU, {threads} threads each; eval: photos/s from decoded "
           f"pixels to probabilities; predict: from the files, decoding included (PyTorch: a "
-          f"DataLoader with {pytorch['workers']} Pillow workers); {args.rounds} round(s)")
+          f"DataLoader with {pytorch['workers']} Pillow workers); PyTorch's allocator: "
+          f"{pytorch['allocator']}; {args.rounds} round(s)")
     rows = [("round", "catdog eval", "PyTorch eval", "ratio", "catdog predict", "PyTorch predict",
              "ratio", "catdog accuracy", "PyTorch accuracy")]
     ratios = []
@@ -119,8 +120,8 @@ def compare_bench(args):
 
     print(f"SmallCnn, {args.image_size} px, batch {args.batch_size}, median photos/s of "
           f"{args.repeats} windows of >= {args.seconds} s; torch {pytorch['torch_version']}; "
-          f"batches made before the clock starts on both sides; {args.rounds} round(s), "
-          f"catdog then PyTorch in each")
+          f"batches made before the clock starts on both sides; PyTorch's allocator: "
+          f"{pytorch['settings']['allocator']}; {args.rounds} round(s), catdog then PyTorch in each")
     header = ("round", "catdog", "threads", "train", "infer", "PyTorch", "threads", "train",
               "infer", "train ratio", "infer ratio")
     rows = [header]

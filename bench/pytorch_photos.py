@@ -12,11 +12,13 @@ way catdog times itself, over every photo in DIR, --batch-size photos at a time:
   convert to RGB and resize each photo with Pillow (bilinear), then normalise and infer.
 It also prints the accuracy on the photos whose class it can tell (a sub-folder named after a
 class, or Kaggle's `cat.123.jpg` names), which should agree with `catdog eval`'s on the same
-weights to a photo or two (the two resize differently).
+weights to a photo or two (the two resize differently). glibc's allocator gets catdog's
+settings, as in bench/pytorch_reference.py.
 
 Usage:
     python3 bench/pytorch_photos.py DIR [--model models/builtin-20k] [--batch-size 64]
                                         [--repeats 3] [--threads N] [--workers 2]
+                                        [--glibc-defaults]
 
 Needs PyTorch, NumPy and Pillow: python3 -m pip install torch numpy pillow
 """
@@ -39,7 +41,7 @@ except ImportError as missing:
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from pytorch_reference import SmallCnn, cpu_model  # noqa: E402
+from pytorch_reference import SmallCnn, add_allocator_flag, cpu_model, keep_freed_memory  # noqa: E402
 
 PHOTO_EXTENSIONS = (".jpg", ".jpeg", ".png", ".webp", ".bmp", ".gif", ".jfif")
 
@@ -129,7 +131,9 @@ def main():
     parser.add_argument("--repeats", type=int, default=3, help="passes over the folder, each timed")
     parser.add_argument("--threads", type=int, default=os.cpu_count(), help="CPU threads [default: all]")
     parser.add_argument("--workers", type=int, default=2, help="DataLoader processes decoding photos")
+    add_allocator_flag(parser)
     args = parser.parse_args()
+    allocator = keep_freed_memory(args.glibc_defaults)
 
     torch.set_num_threads(args.threads)
     model, info = load_model(args.model)
@@ -181,6 +185,7 @@ def main():
         "image_size": size,
         "batch_size": args.batch_size,
         "workers": args.workers,
+        "allocator": allocator,
         "photos": len(paths),
         "labelled_photos": len(labelled),
         "accuracy": accuracy,
