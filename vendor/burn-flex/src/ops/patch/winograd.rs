@@ -256,8 +256,8 @@ pub(super) fn weight_grad3x3<T: Element>(d: &Dims, x: &[T], dy: &[T]) -> Vec<T> 
 }
 
 /// One thread's buffers: the transformed inputs `v` (`[16][c_in][n]`), the products `m`
-/// (`[16][c_out][n]`), four input rows split into their even and odd padded columns and
-/// their combinations, and the output transform's partial sums for one channel. Every value
+/// (`[16][c_out][n]`), one channel's gathered input rows (`[8][n]`) and their combinations
+/// (`[8][n]`), and the output transform's partial sums for one channel. Every value
 /// is written before it is read, so what a previous call left there does not matter.
 struct Scratch<'a, T> {
     v: &'a mut [T],
@@ -269,12 +269,11 @@ struct Scratch<'a, T> {
 
 impl<'a, T: Element> Scratch<'a, T> {
     fn lens(d: &Dims, block_tiles: usize) -> [usize; 5] {
-        let halves = 8 * (d.tile_cols() + 1);
         [
             block_tiles * d.c_in,
             block_tiles * d.c_out,
-            halves,
-            halves,
+            8 * block_tiles / 16,
+            8 * block_tiles / 16,
             12 * block_tiles / 16,
         ]
     }
@@ -320,8 +319,9 @@ fn with_scratch<T: Element>(d: &Dims, block_tiles: usize, f: impl FnOnce(Scratch
 
 /// `Bᵀ d B` for every tile of the tile `rows` (counted over the task's images) and channel,
 /// into `scratch.v`: column `(row − rows.start)·tile_cols + tile column` of each `V[ξ]`.
-/// Every loop runs over contiguous columns, so that it is compiled into vector instructions
-/// (for the CPU found at run time, with the `simd` feature).
+/// The input rows of every tile are first gathered as their even and odd columns, in the
+/// column order of `V`, so that the arithmetic runs over all `n` tiles of the block at once:
+/// with 16-lane vectors (AVX-512) rows of 4 to 16 tiles mostly ran as scalar remainders.
 #[allow(clippy::extra_unused_type_parameters)]
 #[cfg_attr(feature = "simd", macerator::with_simd)]
 fn transform_input<'s, #[cfg(feature = "simd")] S: macerator::Simd, T: Element>(
@@ -331,40 +331,52 @@ fn transform_input<'s, #[cfg(feature = "simd")] S: macerator::Simd, T: Element>(
     scratch: &mut Scratch<'s, T>,
 ) {
     let (tile_rows, tile_cols) = (d.tile_rows(), d.tile_cols());
-    let (plane, n, half) = (d.h * d.w, rows.len() * tile_cols, tile_cols + 1);
-    let zero = T::zero();
-    for (index, row) in rows.enumerate() {
-        let (image, ty) = (row / tile_rows, row % tile_rows);
-        for c in 0..d.c_in {
+    let (plane, n) = (d.h * d.w, rows.len() * tile_cols);
+    for c in 0..d.c_in {
+        // `gathered[2·r + j]`: input row 2·ty − 1 + r, input column 2·tx + j, of every tile
+        // (ty, tx), zero outside the image. A tile's other two columns, 2·tx − 1 and
+        // 2·tx + 2, are its neighbours' j = 1 and j = 0.
+        for (index, row) in rows.clone().enumerate() {
+            let (image, ty) = (row / tile_rows, row % tile_rows);
             let src = &x[(image * d.c_in + c) * plane..][..plane];
-            // Input rows 2·ty − 1 to 2·ty + 2, each as its padded even columns (input columns
-            // −1, 1, 3, …) then its odd ones (0, 2, 4, …).
-            for (r, split) in scratch.rows.chunks_exact_mut(2 * half).enumerate() {
-                let (even, odd) = split.split_at_mut(half);
+            for r in 0..4 {
+                let (even, odd) = scratch.rows[2 * r * n..][..2 * n].split_at_mut(n);
+                let tiles = index * tile_cols..(index + 1) * tile_cols;
+                let (even, odd) = (&mut even[tiles.clone()], &mut odd[tiles]);
                 match (2 * ty + r).checked_sub(1).filter(|&y| y < d.h) {
-                    Some(y) => deinterleave(&src[y * d.w..][..d.w], even, odd),
-                    None => split.fill(zero),
+                    Some(y) => split_columns(&src[y * d.w..][..d.w], even, odd),
+                    None => {
+                        even.fill(T::zero());
+                        odd.fill(T::zero());
+                    }
                 }
             }
-            // Bᵀ d: the four rows combined, even and odd halves at once.
-            let [d0, d1, d2, d3] = split4(&scratch.rows, 2 * half);
-            let [e0, e1, e2, e3] = split4_mut(&mut scratch.combined, 2 * half);
+        }
+        let gathered: [&[T]; 8] = core::array::from_fn(|i| &scratch.rows[i * n..][..n]);
+        // Bᵀ d: `combined[2·i + j]` combines the four rows of column set j.
+        for j in 0..2 {
+            let [e0, e1, e2, e3] = strided4_mut(&mut scratch.combined[j * n..], 2 * n, n);
+            let [d0, d1, d2, d3] = [0, 1, 2, 3].map(|r| gathered[2 * r + j]);
             sub(e0, d0, d2);
             add(e1, d1, d2);
             sub(e2, d2, d1);
             sub(e3, d1, d3);
-            // (Bᵀ d) B: padded columns 2·tx to 2·tx + 3 are even[tx], odd[tx], even[tx + 1]
-            // and odd[tx + 1].
-            for (i, split) in scratch.combined.chunks_exact(2 * half).enumerate() {
-                let (even, odd) = split.split_at(half);
-                let start = (i * 4 * d.c_in + c) * n + index * tile_cols;
-                let [v0, v1, v2, v3] = strided4_mut(&mut scratch.v[start..], d.c_in * n, tile_cols);
-                let (e, e_next, o, o_next) =
-                    (&even[..tile_cols], &even[1..], &odd[..tile_cols], &odd[1..]);
-                sub(v0, e, e_next);
-                add(v1, o, e_next);
-                sub(v2, e_next, o);
-                sub(v3, o, o_next);
+        }
+        // (Bᵀ d) B over the columns 2·tx − 1 to 2·tx + 2 of each combined row: the odd
+        // column set shifted a tile right, the even set, the odd set, the even set shifted a
+        // tile left; the shifts bring in zeros at each tile row's ends.
+        for (i, e) in scratch.combined[..8 * n].chunks_exact(2 * n).enumerate() {
+            let (even, odd) = e.split_at(n);
+            let start = (i * 4 * d.c_in + c) * n;
+            let [v0, v1, v2, v3] = strided4_mut(&mut scratch.v[start..], d.c_in * n, n);
+            sub(&mut v0[1..], &odd[..n - 1], &odd[1..]);
+            add(v1, even, odd);
+            sub(v2, odd, even);
+            sub(&mut v3[..n - 1], &even[..n - 1], &even[1..]);
+            for first in (0..n).step_by(tile_cols) {
+                let last = first + tile_cols - 1;
+                v0[first] = -odd[first];
+                v3[last] = even[last];
             }
         }
     }
@@ -372,7 +384,8 @@ fn transform_input<'s, #[cfg(feature = "simd")] S: macerator::Simd, T: Element>(
 
 /// `A e Aᵀ` for the output gradient's 2×2 block `e` of every tile of the tile `rows` and
 /// output channel, into `scratch.m` laid out as `V` is in `scratch.v` (`[16][c_out][n]`).
-/// Positions past an odd edge count as zeros.
+/// Positions past an odd edge count as zeros. As in [`transform_input`], the blocks are
+/// gathered first and the arithmetic runs over all `n` tiles at once.
 #[allow(clippy::extra_unused_type_parameters)]
 #[cfg_attr(feature = "simd", macerator::with_simd)]
 fn transform_output_grad<'s, #[cfg(feature = "simd")] S: macerator::Simd, T: Element>(
@@ -383,12 +396,13 @@ fn transform_output_grad<'s, #[cfg(feature = "simd")] S: macerator::Simd, T: Ele
 ) {
     let (tile_rows, tile_cols) = (d.tile_rows(), d.tile_cols());
     let (plane, n) = (d.h * d.w, rows.len() * tile_cols);
-    for (index, row) in rows.enumerate() {
-        let (image, ty) = (row / tile_rows, row % tile_rows);
-        for k in 0..d.c_out {
+    for k in 0..d.c_out {
+        // The blocks' two rows, each as its even and its odd columns: e0, o0, e1, o1.
+        for (index, row) in rows.clone().enumerate() {
+            let (image, ty) = (row / tile_rows, row % tile_rows);
             let src = &dy[(image * d.c_out + k) * plane..][..plane];
-            // The block's two rows, each as its even and its odd columns.
-            let [e0, o0, e1, o1] = split4_mut(&mut scratch.rows, tile_cols);
+            let [e0, o0, e1, o1] =
+                strided4_mut(&mut scratch.rows[index * tile_cols..], n, tile_cols);
             for (r, (even, odd)) in [(e0, o0), (e1, o1)].into_iter().enumerate() {
                 let y = 2 * ty + r;
                 if y < d.h {
@@ -398,33 +412,30 @@ fn transform_output_grad<'s, #[cfg(feature = "simd")] S: macerator::Simd, T: Ele
                     odd.fill(T::zero());
                 }
             }
-            let [e0, o0, e1, o1] = split4(&scratch.rows, tile_cols);
-            // A e: the rows e0, e0 + e1, e0 − e1 and −e1, each as even and odd columns.
-            let (combined, _) = scratch.combined.split_at_mut(8 * tile_cols);
-            let (first, second) = combined.split_at_mut(4 * tile_cols);
-            let [se, so, de, do_] = split4_mut(second, tile_cols);
-            add(se, e0, e1);
-            add(so, o0, o1);
-            sub(de, e0, e1);
-            sub(do_, o0, o1);
-            let [ne, no, _, _] = split4_mut(first, tile_cols);
-            neg(ne, e1);
-            neg(no, o1);
-            let [ne, no, _, _] = split4(first, tile_cols);
-            let [se, so, de, do_] = split4(second, tile_cols);
-            // (A e) Aᵀ: columns p, p + q, p − q and −q of each row (p even, q odd).
-            for (i, (even, odd)) in [(e0, o0), (se, so), (de, do_), (ne, no)]
-                .into_iter()
-                .enumerate()
-            {
-                let start = (i * 4 * d.c_out + k) * n + index * tile_cols;
-                let [m0, m1, m2, m3] =
-                    strided4_mut(&mut scratch.m[start..], d.c_out * n, tile_cols);
-                m0.copy_from_slice(even);
-                add(m1, even, odd);
-                sub(m2, even, odd);
-                neg(m3, odd);
-            }
+        }
+        let [e0, o0, e1, o1] = split4(&scratch.rows[..4 * n], n);
+        // A e: the rows e0, e0 + e1, e0 − e1 and −e1, each as even and odd columns.
+        let [se, so, de, do_] = split4_mut(&mut scratch.combined[..4 * n], n);
+        add(se, e0, e1);
+        add(so, o0, o1);
+        sub(de, e0, e1);
+        sub(do_, o0, o1);
+        let (ne, no) = scratch.combined[4 * n..6 * n].split_at_mut(n);
+        neg(ne, e1);
+        neg(no, o1);
+        let [se, so, de, do_] = split4(&scratch.combined[..4 * n], n);
+        let (ne, no) = scratch.combined[4 * n..6 * n].split_at(n);
+        // (A e) Aᵀ: columns p, p + q, p − q and −q of each row (p even, q odd).
+        for (i, (even, odd)) in [(e0, o0), (se, so), (de, do_), (ne, no)]
+            .into_iter()
+            .enumerate()
+        {
+            let start = (i * 4 * d.c_out + k) * n;
+            let [m0, m1, m2, m3] = strided4_mut(&mut scratch.m[start..], d.c_out * n, n);
+            m0.copy_from_slice(even);
+            add(m1, even, odd);
+            sub(m2, even, odd);
+            neg(m3, odd);
         }
     }
 }
@@ -448,28 +459,6 @@ fn split_columns<T: Element>(row: &[T], even: &mut [T], odd: &mut [T]) {
 #[inline(always)]
 fn neg<T: Element>(out: &mut [T], a: &[T]) {
     out.iter_mut().zip(a).for_each(|(o, &a)| *o = -a);
-}
-
-/// Splits an input row into its padded even columns (a zero for column −1, then columns 1,
-/// 3, …) and its odd ones (columns 0, 2, …), zeros after the row's end.
-#[inline(always)]
-fn deinterleave<T: Element>(row: &[T], even: &mut [T], odd: &mut [T]) {
-    let pairs = row.len() / 2;
-    assert!(odd.len() > pairs && even.len() > pairs);
-    even[0] = T::zero();
-    for j in 0..pairs {
-        // SAFETY: j < pairs, so 2·j + 1 < row.len(), j < odd.len() and j + 1 < even.len() (the
-        // assertion above); unchecked so that the loop is vectorised.
-        unsafe {
-            *odd.get_unchecked_mut(j) = *row.get_unchecked(2 * j);
-            *even.get_unchecked_mut(j + 1) = *row.get_unchecked(2 * j + 1);
-        }
-    }
-    odd[pairs..].fill(T::zero());
-    even[pairs + 1..].fill(T::zero());
-    if row.len() % 2 == 1 {
-        odd[pairs] = row[row.len() - 1];
-    }
 }
 
 /// `out = a + b` and `out = a − b`, value by value.
