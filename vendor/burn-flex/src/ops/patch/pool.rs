@@ -128,14 +128,21 @@ pub(crate) fn max_pool2d_2x2_with_indices(x: FlexTensor) -> (FlexTensor, FlexTen
         .zip(indices.spare_capacity_mut()[..len].par_chunks_mut(oh * ow))
         .zip(data.par_chunks(h * w))
         .for_each(|((out, indices), plane)| {
-            for oy in 0..oh {
+            // Zipped, not indexed: with bounds checks and the index looked up in a table of
+            // the four positions, this loop was 9 % of a 64 px training step (perf).
+            let rows = out.chunks_exact_mut(ow).zip(indices.chunks_exact_mut(ow));
+            for (oy, (out, indices)) in rows.enumerate() {
                 let (top, bottom) = (2 * oy * w, (2 * oy + 1) * w);
-                for ox in 0..ow {
-                    let x0 = 2 * ox;
-                    let at = [top + x0, top + x0 + 1, bottom + x0, bottom + x0 + 1];
-                    let (max, which) = window_max(at.map(|i| plane[i]));
-                    out[oy * ow + ox].write(max);
-                    indices[oy * ow + ox].write(at[which] as i64);
+                let windows = (plane[top..][..2 * ow].chunks_exact(2))
+                    .zip(plane[bottom..][..2 * ow].chunks_exact(2));
+                for (ox, ((o, index), (t, b))) in
+                    out.iter_mut().zip(indices).zip(windows).enumerate()
+                {
+                    let (max, which) = window_max([t[0], t[1], b[0], b[1]]);
+                    o.write(max);
+                    // Positions 0 and 1 of a window are on its top row, 2 and 3 below.
+                    let row = if which < 2 { top } else { bottom };
+                    index.write((row + 2 * ox + (which & 1)) as i64);
                 }
             }
         });
