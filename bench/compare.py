@@ -169,6 +169,8 @@ def main():
     parser.add_argument("--photos", metavar="DIR",
                         help="compare eval and predict on these photos instead of the bench")
     args = parser.parse_args()
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
     rounds = compare_photos(args) if args.photos else compare_bench(args)
     if args.json:
         with open(args.json, "w") as out:

@@ -41,7 +41,8 @@ except ImportError as missing:
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from pytorch_reference import SmallCnn, add_allocator_flag, cpu_model, keep_freed_memory  # noqa: E402
+from pytorch_reference import (  # noqa: E402
+    SmallCnn, add_allocator_flag, cpu_model, keep_freed_memory, positive)
 
 PHOTO_EXTENSIONS = (".jpg", ".jpeg", ".png", ".webp", ".bmp", ".gif", ".jfif")
 
@@ -100,7 +101,9 @@ def labelled_photos(folder, classes):
                 continue
             path = os.path.join(root, name)
             parent = os.path.basename(root).lower()
-            prefix = name.split(".", 1)[0].lower()
+            # As catdog reads a flat folder: `cat.123.jpg` is a cat, `cat.jpg` nothing.
+            parts = name.lower().split(".")
+            prefix = parts[0] if len(parts) >= 3 else None
             label = classes.index(parent) if parent in classes else (
                 classes.index(prefix) if prefix in classes else None)
             photos.append((path, label))
@@ -128,7 +131,7 @@ def main():
     parser.add_argument("--model", default=os.path.join(HERE, "..", "models", "builtin-20k"),
                         help="a catdog model folder [default: the built-in model]")
     parser.add_argument("--batch-size", type=int, default=64, help="as catdog's predict and eval")
-    parser.add_argument("--repeats", type=int, default=3, help="passes over the folder, each timed")
+    parser.add_argument("--repeats", type=positive, default=3, help="passes over the folder, each timed")
     parser.add_argument("--threads", type=int, default=os.cpu_count(), help="CPU threads [default: all]")
     parser.add_argument("--workers", type=int, default=2, help="DataLoader processes decoding photos")
     add_allocator_flag(parser)

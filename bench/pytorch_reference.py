@@ -84,9 +84,17 @@ def keep_freed_memory(glibc_defaults):
     except OSError:
         return "system defaults (no glibc)"
     m_trim_threshold, m_mmap_max = -1, -4
-    libc.mallopt(m_trim_threshold, 2**31 - 1)
-    libc.mallopt(m_mmap_max, 0)
+    if libc.mallopt(m_trim_threshold, 2**31 - 1) != 1 or libc.mallopt(m_mmap_max, 0) != 1:
+        sys.exit("mallopt refused catdog's allocator settings (pass --glibc-defaults to run without)")
     return "catdog's: no mmap, no trim"
+
+
+def positive(text):
+    """argparse type: an integer of at least 1."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not at least 1")
+    return value
 
 
 def add_allocator_flag(parser):
@@ -204,7 +212,7 @@ def main():
     parser.add_argument("--image-size", type=int, default=64)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--seconds", type=float, default=3.0)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=positive, default=3)
     parser.add_argument("--warmup-steps", type=int, default=3)
     parser.add_argument("--threads", type=int, default=os.cpu_count(), help="CPU threads [default: all]")
     parser.add_argument("--amp", action="store_true", help="float16 autocast with a GradScaler (CUDA only)")

@@ -256,8 +256,8 @@ pub(super) fn weight_grad3x3<T: Element>(d: &Dims, x: &[T], dy: &[T]) -> Vec<T> 
 }
 
 /// One thread's buffers: the transformed inputs `v` (`[16][c_in][n]`), the products `m`
-/// (`[16][c_out][n]`), one channel's gathered input rows (`[8][n]`) and their combinations
-/// (`[8][n]`), and the output transform's partial sums for one channel. Every value
+/// (`[16][c_out][n]`), one channel's gathered rows and their combinations (at most `[8][n]`
+/// each), and the output transform's partial sums for one channel. Every value
 /// is written before it is read, so what a previous call left there does not matter.
 struct Scratch<'a, T> {
     v: &'a mut [T],
@@ -480,8 +480,8 @@ fn sub<T: Element>(out: &mut [T], a: &[T], b: &[T]) {
 
 /// `Aᵀ M A + bias` for every tile of the tile `rows` and output channel, written into the
 /// task's output images `y` (the parts of 2×2 blocks past an odd edge are dropped), or with
-/// [`Output::PooledRelu`] each block's ReLU'd maximum. As in [`transform_input`], every loop
-/// runs over contiguous values.
+/// [`Output::PooledRelu`] each block's ReLU'd maximum. The sums run over all `n` tiles of the
+/// block; only the writes into the output rows go along each tile row.
 #[allow(clippy::extra_unused_type_parameters)]
 #[cfg_attr(feature = "simd", macerator::with_simd)]
 fn transform_output<'a, 's, #[cfg(feature = "simd")] S: macerator::Simd, T: Element>(
