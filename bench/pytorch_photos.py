@@ -148,6 +148,7 @@ def main():
     if not photos:
         sys.exit(f"no photos found in {args.folder}")
     paths = [path for path, _ in photos]
+    dataset = Photos(paths, size)
 
     def probabilities(pixels):
         """uint8 [n, size, size, 3] -> class probabilities, read back as NumPy."""
@@ -156,14 +157,16 @@ def main():
             return torch.softmax(model(images), dim=1).numpy()
 
     def predict_pass():
-        loader = torch.utils.data.DataLoader(Photos(paths, size), batch_size=args.batch_size,
+        """Photos/s from the files; its probabilities are eval's, so they are not kept."""
+        loader = torch.utils.data.DataLoader(dataset, batch_size=args.batch_size,
                                              num_workers=args.workers)
         started = time.perf_counter()
-        rows = [probabilities(batch) for batch in loader]
-        return len(paths) / (time.perf_counter() - started), np.concatenate(rows)
+        for batch in loader:
+            probabilities(batch)
+        return len(paths) / (time.perf_counter() - started)
 
     print(f"pytorch_photos: decoding {len(paths)} photos...", file=sys.stderr)
-    decoded = torch.stack([Photos(paths, size)[i] for i in range(len(paths))])
+    decoded = torch.stack([dataset[i] for i in range(len(paths))])
 
     def eval_pass():
         started = time.perf_counter()
@@ -176,8 +179,7 @@ def main():
     for _ in range(args.repeats):
         rate, rows = eval_pass()
         eval_rates.append(rate)
-        rate, _ = predict_pass()
-        predict_rates.append(rate)
+        predict_rates.append(predict_pass())
     labelled = [(row.argmax(), label) for row, (_, label) in zip(rows, photos) if label is not None]
     accuracy = sum(int(p == label) for p, label in labelled) / len(labelled) if labelled else None
     print(json.dumps({
