@@ -9,6 +9,7 @@
 //! value from its window's index, where upstream zeroes the whole input-sized gradient and
 //! then scatters into it.
 
+use alloc::vec;
 use alloc::vec::Vec;
 use core::mem::MaybeUninit;
 
@@ -179,6 +180,8 @@ pub(crate) fn max_pool2d_2x2_backward(
     let (grad, indices) = (grad.into_contiguous(), indices.into_contiguous());
     let grad: &[f32] = grad.storage();
     let indices: &[i64] = indices.storage();
+    // Positions within a pair of rows, compared as i32: eight to a vector on AVX2.
+    assert!(2 * w < i32::MAX as usize, "max_pool2d: rows too long");
     let dx = par_written(shape.num_elements(), h * w, |i, dx| {
         let (grad, indices) = (
             &grad[i * oh * ow..][..oh * ow],
@@ -188,23 +191,30 @@ pub(crate) fn max_pool2d_2x2_backward(
         for rest in rest {
             rest.write(0.0);
         }
+        // Each window's gradient and maximum's position (from the top row's start) twice,
+        // once per column of the window, so that the loop writing the two rows compares
+        // and selects column by column. Written window by window, as they were, it
+        // branched on the maximum's random position, and ran at a quarter of the forward
+        // pass's speed (8 % of a 64 px training step).
+        let (mut spread, mut at) = (vec![0.0; 2 * ow], vec![0i32; 2 * ow]);
         for (oy, rows) in windows.chunks_exact_mut(2 * w).enumerate() {
-            let (top, bottom) = rows.split_at_mut(w);
-            let grad = &grad[oy * ow..][..ow];
-            let indices = &indices[oy * ow..][..ow];
             let top_start = (2 * oy * w) as i64;
-            for (ox, (&g, &at)) in grad.iter().zip(indices).enumerate() {
-                let at = at - top_start - 2 * ox as i64;
-                let pick = |position: i64| if at == position { g } else { 0.0 };
-                top[2 * ox].write(pick(0));
-                top[2 * ox + 1].write(pick(1));
-                bottom[2 * ox].write(pick(w as i64));
-                bottom[2 * ox + 1].write(pick(w as i64 + 1));
+            let windows = grad[oy * ow..][..ow].iter().zip(&indices[oy * ow..][..ow]);
+            let pairs = spread.chunks_exact_mut(2).zip(at.chunks_exact_mut(2));
+            for ((spread, at), (&g, &index)) in pairs.zip(windows) {
+                spread.fill(g);
+                at.fill((index - top_start) as i32);
             }
-            for odd in [&mut top[2 * ow..], &mut bottom[2 * ow..]] {
-                for value in odd {
-                    value.write(0.0);
-                }
+            let (top, bottom) = rows.split_at_mut(w);
+            let columns = top.iter_mut().zip(&mut *bottom).zip(spread.iter().zip(&at));
+            for (column, ((top, bottom), (&g, &at))) in columns.enumerate() {
+                let column = column as i32;
+                top.write(if at == column { g } else { 0.0 });
+                bottom.write(if at == column + w as i32 { g } else { 0.0 });
+            }
+            // An odd width's last column is in no window.
+            for value in top[2 * ow..].iter_mut().chain(&mut bottom[2 * ow..]) {
+                value.write(0.0);
             }
         }
     });
