@@ -114,9 +114,48 @@ pub(crate) fn max_pool2d_2x2(x: FlexTensor) -> FlexTensor {
     )
 }
 
-/// The pooled tensor and, for each output, the position in its input plane (`y · w + x`,
-/// as i64) that it came from, for the backward pass.
-pub(crate) fn max_pool2d_2x2_with_indices(x: FlexTensor) -> (FlexTensor, FlexTensor) {
+/// The integer types the indices are written in: flex's default, i32, and i64.
+pub(crate) trait Index: burn_std::Element + bytemuck::Pod + Send + Sync {
+    const DTYPE: DType;
+    fn from_position(position: usize) -> Self;
+    fn position(self) -> i64;
+}
+
+impl Index for i32 {
+    const DTYPE: DType = DType::I32;
+    fn from_position(position: usize) -> Self {
+        position as i32
+    }
+    fn position(self) -> i64 {
+        self.into()
+    }
+}
+
+impl Index for i64 {
+    const DTYPE: DType = DType::I64;
+    fn from_position(position: usize) -> Self {
+        position as i64
+    }
+    fn position(self) -> i64 {
+        self
+    }
+}
+
+/// Whether the indices of a pooling of `x` can be written as `dtype` here: i64, or i32
+/// where every position of a plane fits.
+pub(crate) fn indices_fit(x: &FlexTensor, dtype: DType) -> bool {
+    let shape = x.layout().shape();
+    match dtype {
+        DType::I64 => true,
+        DType::I32 => shape[2].saturating_mul(shape[3]) <= i32::MAX as usize,
+        _ => false,
+    }
+}
+
+/// The pooled tensor and, for each output, the position in its input plane (`y · w + x`)
+/// that it came from, for the backward pass, as `I` (see [`indices_fit`]). Written in the
+/// type the device asks for: as i64 then cast to flex's i32, the cast was one more pass.
+pub(crate) fn max_pool2d_2x2_with_indices<I: Index>(x: FlexTensor) -> (FlexTensor, FlexTensor) {
     let x = x.into_contiguous();
     let (shape, h, w, oh, ow) = geometry(&x);
     let data: &[f32] = x.storage();
@@ -143,7 +182,7 @@ pub(crate) fn max_pool2d_2x2_with_indices(x: FlexTensor) -> (FlexTensor, FlexTen
                     o.write(max);
                     // Positions 0 and 1 of a window are on its top row, 2 and 3 below.
                     let row = if which < 2 { top } else { bottom };
-                    index.write((row + 2 * ox + (which & 1)) as i64);
+                    index.write(I::from_position(row + 2 * ox + (which & 1)));
                 }
             }
         });
@@ -159,9 +198,9 @@ pub(crate) fn max_pool2d_2x2_with_indices(x: FlexTensor) -> (FlexTensor, FlexTen
             DType::F32,
         ),
         FlexTensor::new(
-            Bytes::from_elems(indices),
+            Bytes::from_elems::<I>(indices),
             Layout::contiguous(shape),
-            DType::I64,
+            I::DTYPE,
         ),
     )
 }
@@ -169,7 +208,7 @@ pub(crate) fn max_pool2d_2x2_with_indices(x: FlexTensor) -> (FlexTensor, FlexTen
 /// The gradient with respect to the pooled input (see [`applies`]): each window's output
 /// gradient at the position `indices` names, zero at its three others and on the last row or
 /// column that an odd size leaves out of every window.
-pub(crate) fn max_pool2d_2x2_backward(
+pub(crate) fn max_pool2d_2x2_backward<I: Index>(
     x: &FlexTensor,
     grad: FlexTensor,
     indices: FlexTensor,
@@ -179,7 +218,7 @@ pub(crate) fn max_pool2d_2x2_backward(
     let (oh, ow) = (h / 2, w / 2);
     let (grad, indices) = (grad.into_contiguous(), indices.into_contiguous());
     let grad: &[f32] = grad.storage();
-    let indices: &[i64] = indices.storage();
+    let indices: &[I] = indices.storage();
     // Positions within a pair of rows, compared as i32: eight to a vector on AVX2.
     assert!(2 * w < i32::MAX as usize, "max_pool2d: rows too long");
     let dx = par_written(shape.num_elements(), h * w, |i, dx| {
@@ -203,7 +242,7 @@ pub(crate) fn max_pool2d_2x2_backward(
             let pairs = spread.chunks_exact_mut(2).zip(at.chunks_exact_mut(2));
             for ((spread, at), (&g, &index)) in pairs.zip(windows) {
                 spread.fill(g);
-                at.fill((index - top_start) as i32);
+                at.fill((index.position() - top_start) as i32);
             }
             let (top, bottom) = rows.split_at_mut(w);
             let columns = top.iter_mut().zip(&mut *bottom).zip(spread.iter().zip(&at));
