@@ -234,7 +234,7 @@ pub(crate) fn max_pool2d_2x2_backward<I: Index>(
         // once per column of the window, so that the loop writing the two rows compares
         // and selects column by column. Written window by window, as they were, it
         // branched on the maximum's random position, and ran at a quarter of the forward
-        // pass's speed (8 % of a 64 px training step).
+        // pass's speed (SmallCnn's first block, batch 32, 64 px: 4.9 ms, now 1.4).
         let (mut spread, mut at) = (vec![0.0; 2 * ow], vec![0i32; 2 * ow]);
         for (oy, rows) in windows.chunks_exact_mut(2 * w).enumerate() {
             let top_start = (2 * oy * w) as i64;
