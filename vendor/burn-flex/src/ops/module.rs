@@ -568,12 +568,7 @@ impl ModuleOps<Flex> for Flex {
     ) -> MaxPool2dWithIndices<Flex> {
         #[cfg(feature = "rayon")]
         if patch::pool::applies(&x, kernel_size, stride, padding, dilation, ceil_mode) {
-            let (output, mut indices) = match DType::from(indices_dtype) {
-                DType::I32 if patch::pool::indices_fit(&x, DType::I32) => {
-                    patch::pool::max_pool2d_2x2_with_indices::<i32>(x)
-                }
-                _ => patch::pool::max_pool2d_2x2_with_indices::<i64>(x),
-            };
+            let (output, mut indices) = patch::pool::max_pool2d_2x2_with_indices(x, indices_dtype);
             if indices.dtype() != DType::from(indices_dtype) {
                 indices = Flex::int_cast(indices, indices_dtype);
             }
@@ -634,24 +629,11 @@ impl ModuleOps<Flex> for Flex {
         if output_grad.dtype() == DType::F32
             && patch::pool::applies(&x, _kernel_size, _stride, _padding, _dilation, _ceil_mode)
         {
-            // i32 is flex's default index type, so the one training usually brings.
-            match indices.dtype() {
-                DType::I32 => {
-                    return MaxPool2dBackward::new(patch::pool::max_pool2d_2x2_backward::<i32>(
-                        &x,
-                        output_grad,
-                        indices,
-                    ));
-                }
-                DType::I64 => {
-                    return MaxPool2dBackward::new(patch::pool::max_pool2d_2x2_backward::<i64>(
-                        &x,
-                        output_grad,
-                        indices,
-                    ));
-                }
-                _ => {}
-            }
+            return MaxPool2dBackward::new(patch::pool::max_pool2d_2x2_backward(
+                &x,
+                output_grad,
+                indices,
+            ));
         }
         let x_grad = match x.dtype() {
             DType::F32 => pool::max_pool2d_backward_f32(x, output_grad, indices),

@@ -14,11 +14,12 @@ use alloc::vec::Vec;
 use core::mem::MaybeUninit;
 
 use burn_backend::DType;
-use burn_std::{Bytes, Shape};
+use burn_backend::ops::IntTensorOps;
+use burn_std::{Bytes, IntDType, Shape};
 use rayon::prelude::*;
 
 use super::{Element, par_written};
-use crate::{FlexTensor, Layout};
+use crate::{Flex, FlexTensor, Layout};
 
 /// Whether the fast path computes this pooling of a `[batch, channels, h, w]` f32 tensor.
 pub(crate) fn applies(
@@ -141,21 +142,23 @@ impl Index for i64 {
     }
 }
 
-/// Whether the indices of a pooling of `x` can be written as `dtype` here: i64, or i32
-/// where every position of a plane fits.
-pub(crate) fn indices_fit(x: &FlexTensor, dtype: DType) -> bool {
+/// The pooled tensor and, for each output, the position in its input plane (`y · w + x`)
+/// that it came from, for the backward pass: as i32 where `dtype` asks for it (flex's
+/// default, so what autodiff asks for) and every position fits, as i64 otherwise. Written as
+/// i64 and cast to i32, the cast was one more pass.
+pub(crate) fn max_pool2d_2x2_with_indices(
+    x: FlexTensor,
+    dtype: IntDType,
+) -> (FlexTensor, FlexTensor) {
     let shape = x.layout().shape();
-    match dtype {
-        DType::I64 => true,
-        DType::I32 => shape[2].saturating_mul(shape[3]) <= i32::MAX as usize,
-        _ => false,
+    if dtype == IntDType::I32 && shape[2].saturating_mul(shape[3]) <= i32::MAX as usize {
+        pool_with_indices::<i32>(x)
+    } else {
+        pool_with_indices::<i64>(x)
     }
 }
 
-/// The pooled tensor and, for each output, the position in its input plane (`y · w + x`)
-/// that it came from, for the backward pass, as `I` (see [`indices_fit`]). Written in the
-/// type the device asks for: as i64 then cast to flex's i32, the cast was one more pass.
-pub(crate) fn max_pool2d_2x2_with_indices<I: Index>(x: FlexTensor) -> (FlexTensor, FlexTensor) {
+fn pool_with_indices<I: Index>(x: FlexTensor) -> (FlexTensor, FlexTensor) {
     let x = x.into_contiguous();
     let (shape, h, w, oh, ow) = geometry(&x);
     let data: &[f32] = x.storage();
@@ -207,12 +210,21 @@ pub(crate) fn max_pool2d_2x2_with_indices<I: Index>(x: FlexTensor) -> (FlexTenso
 
 /// The gradient with respect to the pooled input (see [`applies`]): each window's output
 /// gradient at the position `indices` names, zero at its three others and on the last row or
-/// column that an odd size leaves out of every window.
-pub(crate) fn max_pool2d_2x2_backward<I: Index>(
+/// column that an odd size leaves out of every window. Indices of any integer type: i32 and
+/// i64 as they are, others cast to i64.
+pub(crate) fn max_pool2d_2x2_backward(
     x: &FlexTensor,
     grad: FlexTensor,
     indices: FlexTensor,
 ) -> FlexTensor {
+    match indices.dtype() {
+        DType::I32 => backward::<i32>(x, grad, indices),
+        DType::I64 => backward::<i64>(x, grad, indices),
+        _ => backward::<i64>(x, grad, Flex::int_cast(indices, IntDType::I64)),
+    }
+}
+
+fn backward<I: Index>(x: &FlexTensor, grad: FlexTensor, indices: FlexTensor) -> FlexTensor {
     let shape = x.layout().shape().clone();
     let (h, w) = (shape[2], shape[3]);
     let (oh, ow) = (h / 2, w / 2);
