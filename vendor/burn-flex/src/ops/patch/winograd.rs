@@ -1,18 +1,20 @@
-//! 3×3 convolutions of stride 1 and padding 1 by Winograd's minimal filtering F(2×2, 3×3)
-//! (Lavin and Gray, "Fast Algorithms for Convolutional Neural Networks", 2016): each 2×2
-//! block of the output costs 16 multiply-adds per input and output channel instead of 36.
+//! 3×3 convolutions of stride 1 and padding 1 by Winograd's minimal filtering F(4×4, 3×3)
+//! (Lavin and Gray, "Fast Algorithms for Convolutional Neural Networks", 2016): each 4×4
+//! block of the output costs 36 multiply-adds per input and output channel instead of 144,
+//! where F(2×2, 3×3), which this replaced, cost 64 (16 per 2×2 block).
 //!
-//! With `d` a 4×4 input tile (its 2×2 output block's receptive field), `g` a 3×3 kernel and
-//! `Y = Aᵀ [(G g Gᵀ) ⊙ (Bᵀ d B)] A`, summed over input channels, the 16 positions of the
-//! transformed tiles are 16 independent matrix products, `M[ξ] = U[ξ] · V[ξ]`, with
+//! With `d` a 6×6 input tile (its 4×4 output block's receptive field), `g` a 3×3 kernel and
+//! `Y = Aᵀ [(G g Gᵀ) ⊙ (Bᵀ d B)] A`, summed over input channels, the 36 positions of the
+//! transformed tiles are 36 independent matrix products, `M[ξ] = U[ξ] · V[ξ]`, with
 //! `U[ξ]` the `[c_out × c_in]` transformed kernels and `V[ξ]` the `[c_in × tiles]`
-//! transformed inputs. The transforms only add, subtract and halve, so the results match the
-//! direct convolution to float rounding (catdog's tests compare them with ndarray's).
+//! transformed inputs. The transforms scale by at most 8 (`Aᵀ`) and 5 (`Bᵀ`), so the results
+//! match the direct convolution to a few float roundings of the largest terms (catdog's tests
+//! compare them with ndarray's).
 //!
-//! The weight gradient is the same algorithm turned around, F(3×3, 2×2): with `e` a 2×2 block
-//! of the output gradient, `A` the transpose of `Aᵀ`, and summed over tiles and images,
-//! `dW = Gᵀ [(A e Aᵀ) ⊙ (Bᵀ d B)] G`, so the 16 products become `P[ξ] = E[ξ] · V[ξ]ᵀ`,
-//! `[c_out × tiles] · [tiles × c_in]`, 16 multiply-adds per block and channel pair again.
+//! The weight gradient is the same algorithm turned around, F(3×3, 4×4): with `e` a 4×4
+//! block of the output gradient, `A` the transpose of `Aᵀ`, and summed over tiles and images,
+//! `dW = Gᵀ [(A e Aᵀ) ⊙ (Bᵀ d B)] G`, so the 36 products become `P[ξ] = E[ξ] · V[ξ]ᵀ`,
+//! `[c_out × tiles] · [tiles × c_in]`, 36 multiply-adds per block and channel pair again.
 //!
 //! Tiles are transformed and multiplied in blocks of whole tile rows small enough to stay in
 //! the core's cache; several images share a block when theirs are small, so that the products
@@ -38,8 +40,14 @@ pub(super) const MIN_CHANNELS: usize = 16;
 
 /// The transformed tiles and products of one block take about this much memory, a core's L2
 /// cache on the development machine: 2 MB made SmallCnn's inference 5 % faster than 1 MB and
-/// 4 MB, and 512 kB 6 % slower (alternated in one process, batch 32, 64 px).
+/// 4 MB, and 512 kB 6 % slower (alternated in one process, batch 32, 64 px, F(2×2, 3×3)).
 const BLOCK_BYTES: usize = 2 << 20;
+
+/// The side of the output block a tile makes, and of the input tile it reads.
+const BLOCK: usize = 4;
+const TILE: usize = 6;
+/// The positions of a transformed tile, one matrix product each.
+const POSITIONS: usize = TILE * TILE;
 
 /// A batch of `[c_in, h, w]` images convolved by `c_out` 3×3 kernels, stride 1, padding 1.
 #[derive(Clone, Copy, Debug)]
@@ -53,49 +61,93 @@ pub(super) struct Dims {
 
 impl Dims {
     fn tile_rows(&self) -> usize {
-        self.h.div_ceil(2)
+        self.h.div_ceil(BLOCK)
     }
     fn tile_cols(&self) -> usize {
-        self.w.div_ceil(2)
+        self.w.div_ceil(BLOCK)
     }
-    /// Tile rows per block, so that a block's transformed inputs and outputs (16 matrices
+    /// Tile rows per block, so that a block's transformed inputs and outputs (36 matrices
     /// each) fit in [`BLOCK_BYTES`].
     fn block_rows<T>(&self) -> usize {
-        (BLOCK_BYTES / (16 * size_of::<T>() * (self.c_in + self.c_out) * self.tile_cols())).max(1)
+        (BLOCK_BYTES / (POSITIONS * size_of::<T>() * (self.c_in + self.c_out) * self.tile_cols()))
+            .max(1)
     }
 }
 
-/// The 16 matrices `U[ξ] = G g Gᵀ`, each `[c_out × c_in]` stored column-major
+/// `G·(a, b, c)` for one column (or, applied again, one row) of a 3×3 kernel, and `Gᵀ·p` for
+/// one column (or row) of a 6×6 product, with
+/// `G = [[1/4, 0, 0], [−1/6, −1/6, −1/6], [−1/6, 1/6, −1/6], [1/24, 1/12, 1/6],
+/// [1/24, −1/12, 1/6], [0, 0, 1]]`.
+struct KernelTransform<T> {
+    quarter: T,
+    sixth: T,
+    twelfth: T,
+    twenty_fourth: T,
+}
+
+impl<T: Element> KernelTransform<T> {
+    fn new() -> Self {
+        let c = |v: f64| T::from(v).unwrap();
+        KernelTransform {
+            quarter: c(0.25),
+            sixth: c(1.0 / 6.0),
+            twelfth: c(1.0 / 12.0),
+            twenty_fourth: c(1.0 / 24.0),
+        }
+    }
+
+    fn g(&self, [a, b, c]: [T; 3]) -> [T; TILE] {
+        let (outer, middle) = (-(a + c) * self.sixth, b * self.sixth);
+        let (ends, centre) = (a * self.twenty_fourth + c * self.sixth, b * self.twelfth);
+        [
+            a * self.quarter,
+            outer - middle,
+            outer + middle,
+            ends + centre,
+            ends - centre,
+            c,
+        ]
+    }
+
+    fn gt(&self, [p0, p1, p2, p3, p4, p5]: [T; TILE]) -> [T; 3] {
+        let (near, far) = (p1 + p2, p3 + p4);
+        [
+            p0 * self.quarter - near * self.sixth + far * self.twenty_fourth,
+            (p2 - p1) * self.sixth + (p3 - p4) * self.twelfth,
+            (far - near) * self.sixth + p5,
+        ]
+    }
+}
+
+/// The 36 matrices `U[ξ] = G g Gᵀ`, each `[c_out × c_in]` stored column-major
 /// (`u[(ξ·c_in + c)·c_out + k]`), from `kernel(out_channel, in_channel)`, a 3×3 kernel in
-/// row-major order. Made
-/// anew at every call (the weights change at every training step), on all threads: first
-/// each kernel's 16 values together, then regrouped by position.
+/// row-major order. Made anew at every call (the weights change at every training step), on
+/// all threads: first each kernel's 36 values together, then regrouped by position.
 pub(super) fn transform_weights<T: Element>(
     c_out: usize,
     c_in: usize,
     kernel: impl Fn(usize, usize) -> [T; 9] + Sync,
 ) -> Vec<T> {
-    let half = T::from(0.5).unwrap();
-    // G·(a, b, c) for one column (or, applied again, one row) of a kernel.
-    let g = |a: T, b: T, c: T| [a, (a + b + c) * half, (a - b + c) * half, c];
-    let mut by_kernel = vec![T::zero(); 16 * c_in * c_out];
+    let transform = KernelTransform::<T>::new();
+    let mut by_kernel = vec![T::zero(); POSITIONS * c_in * c_out];
     by_kernel
-        .par_chunks_mut(16)
+        .par_chunks_mut(POSITIONS)
         .enumerate()
         .for_each(|(kc, out)| {
             let w = kernel(kc / c_in, kc % c_in);
-            let columns: [[T; 4]; 3] = core::array::from_fn(|j| g(w[j], w[3 + j], w[6 + j]));
-            for (i, out) in out.chunks_exact_mut(4).enumerate() {
-                out.copy_from_slice(&g(columns[0][i], columns[1][i], columns[2][i]));
+            let columns: [[T; TILE]; 3] =
+                core::array::from_fn(|j| transform.g([w[j], w[3 + j], w[6 + j]]));
+            for (i, out) in out.chunks_exact_mut(TILE).enumerate() {
+                out.copy_from_slice(&transform.g(columns.map(|column| column[i])));
             }
         });
-    let mut u = vec![T::zero(); 16 * c_in * c_out];
+    let mut u = vec![T::zero(); POSITIONS * c_in * c_out];
     u.par_chunks_mut(c_out.max(1))
         .enumerate()
         .for_each(|(row, out)| {
             let (xi, c) = (row / c_in, row % c_in);
             for (k, out) in out.iter_mut().enumerate() {
-                *out = by_kernel[(k * c_in + c) * 16 + xi];
+                *out = by_kernel[(k * c_in + c) * POSITIONS + xi];
             }
         });
     u
@@ -148,7 +200,7 @@ pub(super) fn conv3x3<T: Element>(
         gemm::Parallelism::Rayon(0)
     };
     let block_rows = block_rows.min(per_task * tile_rows);
-    let block_tiles = 16 * block_rows * tile_cols;
+    let block_tiles = POSITIONS * block_rows * tile_cols;
     // Each thread takes consecutive tasks with its scratch.
     let per_thread = d.batch.div_ceil(per_task).div_ceil(threads) * per_task;
     let mut y = Vec::with_capacity(len);
@@ -165,7 +217,7 @@ pub(super) fn conv3x3<T: Element>(
                         let rows = first..(first + block_rows).min(images * tile_rows);
                         let n = rows.len() * tile_cols;
                         transform_input::<T>(d, x_task, rows.clone(), &mut scratch);
-                        for xi in 0..16 {
+                        for xi in 0..POSITIONS {
                             gemm(
                                 [d.c_out, n, d.c_in],
                                 &mut scratch.m[xi * d.c_out * n..],
@@ -203,8 +255,8 @@ pub(super) fn weight_grad3x3<T: Element>(d: &Dims, x: &[T], dy: &[T]) -> Vec<T> 
     let block_rows = d.block_rows::<T>();
     let per_thread = d.batch.div_ceil(rayon::current_num_threads());
     let block_rows = block_rows.min(per_thread * tile_rows);
-    let block_tiles = 16 * block_rows * tile_cols;
-    let products = 16 * d.c_out * d.c_in;
+    let block_tiles = POSITIONS * block_rows * tile_cols;
+    let products = POSITIONS * d.c_out * d.c_in;
     let p = x
         .par_chunks(per_thread * image_in)
         .zip(dy.par_chunks(per_thread * image_out))
@@ -217,7 +269,7 @@ pub(super) fn weight_grad3x3<T: Element>(d: &Dims, x: &[T], dy: &[T]) -> Vec<T> 
                     let n = rows.len() * tile_cols;
                     transform_input::<T>(d, x_thread, rows.clone(), &mut scratch);
                     transform_output_grad::<T>(d, dy_thread, rows, &mut scratch);
-                    for xi in 0..16 {
+                    for xi in 0..POSITIONS {
                         gemm(
                             [d.c_out, d.c_in, n],
                             &mut p[xi * d.c_out * d.c_in..],
@@ -237,27 +289,26 @@ pub(super) fn weight_grad3x3<T: Element>(d: &Dims, x: &[T], dy: &[T]) -> Vec<T> 
         })
         .unwrap_or_else(|| vec![T::zero(); products]);
     // Gᵀ P G for every kernel: Gᵀ on the columns of P, then on the rows of the result.
-    let half = T::from(0.5).unwrap();
-    let gt = |[a, b, c, e]: [T; 4]| [a + (b + c) * half, (b - c) * half, (b + c) * half + e];
+    let transform = KernelTransform::<T>::new();
     let mut dw = vec![T::zero(); len];
     dw.par_chunks_mut(9 * d.c_in)
         .enumerate()
         .for_each(|(k, dw_k)| {
             for (c, out) in dw_k.chunks_exact_mut(9).enumerate() {
-                let at = |i: usize, j: usize| p[((i * 4 + j) * d.c_out + k) * d.c_in + c];
-                let columns: [[T; 3]; 4] =
-                    core::array::from_fn(|j| gt([0, 1, 2, 3].map(|i| at(i, j))));
+                let at = |i: usize, j: usize| p[((i * TILE + j) * d.c_out + k) * d.c_in + c];
+                let columns: [[T; 3]; TILE] =
+                    core::array::from_fn(|j| transform.gt(core::array::from_fn(|i| at(i, j))));
                 for (i, row) in out.chunks_exact_mut(3).enumerate() {
-                    row.copy_from_slice(&gt(columns.map(|column| column[i])));
+                    row.copy_from_slice(&transform.gt(columns.map(|column| column[i])));
                 }
             }
         });
     dw
 }
 
-/// One thread's buffers: the transformed inputs `v` (`[16][c_in][n]`), the products `m`
-/// (`[16][c_out][n]`), one channel's gathered rows and their combinations (at most `[8][n]`
-/// each), and the output transform's partial sums for one channel. Every value
+/// One thread's buffers: the transformed inputs `v` (`[36][c_in][n]`), the products `m`
+/// (`[36][c_out][n]`), one channel's gathered rows and their combinations (at most `[24][n]`
+/// each), and the output transform's partial sums for one channel (`[40][n]`). Every value
 /// is written before it is read, so what a previous call left there does not matter.
 struct Scratch<'a, T> {
     v: &'a mut [T],
@@ -272,9 +323,9 @@ impl<'a, T: Element> Scratch<'a, T> {
         [
             block_tiles * d.c_in,
             block_tiles * d.c_out,
-            8 * block_tiles / 16,
-            8 * block_tiles / 16,
-            12 * block_tiles / 16,
+            24 * block_tiles / POSITIONS,
+            24 * block_tiles / POSITIONS,
+            40 * block_tiles / POSITIONS,
         ]
     }
 
@@ -318,10 +369,12 @@ fn with_scratch<T: Element>(d: &Dims, block_tiles: usize, f: impl FnOnce(Scratch
 }
 
 /// `Bᵀ d B` for every tile of the tile `rows` (counted over the task's images) and channel,
-/// into `scratch.v`: column `(row − rows.start)·tile_cols + tile column` of each `V[ξ]`.
-/// The input rows of every tile are first gathered as their even and odd columns, in the
-/// column order of `V`, so that the arithmetic runs over all `n` tiles of the block at once:
-/// with 16-lane vectors (AVX-512) rows of 4 to 16 tiles mostly ran as scalar remainders.
+/// into `scratch.v`: column `(row − rows.start)·tile_cols + tile column` of each `V[ξ]`, with
+/// `Bᵀ = [[4, 0, −5, 0, 1, 0], [0, −4, −4, 1, 1, 0], [0, 4, −4, −1, 1, 0],
+/// [0, −2, −1, 2, 1, 0], [0, 2, −1, −2, 1, 0], [0, 4, 0, −5, 0, 1]]`.
+/// The input rows of every tile are first gathered as four sets of columns (`4·tx + j`), in
+/// the column order of `V`, so that the arithmetic runs over all `n` tiles of the block at
+/// once: with 16-lane vectors (AVX-512) rows of a few tiles mostly ran as scalar remainders.
 #[allow(clippy::extra_unused_type_parameters)]
 #[cfg_attr(feature = "simd", macerator::with_simd)]
 fn transform_input<'s, #[cfg(feature = "simd")] S: macerator::Simd, T: Element>(
@@ -332,60 +385,71 @@ fn transform_input<'s, #[cfg(feature = "simd")] S: macerator::Simd, T: Element>(
 ) {
     let (tile_rows, tile_cols) = (d.tile_rows(), d.tile_cols());
     let (plane, n) = (d.h * d.w, rows.len() * tile_cols);
+    let (four, five) = (T::from(4.0).unwrap(), T::from(5.0).unwrap());
     for c in 0..d.c_in {
-        // `gathered[2·r + j]`: input row 2·ty − 1 + r, input column 2·tx + j, of every tile
-        // (ty, tx), zero outside the image. A tile's other two columns, 2·tx − 1 and
-        // 2·tx + 2, are its neighbours' j = 1 and j = 0.
+        // `gathered[4·r + j]`: input row 4·ty − 1 + r, input column 4·tx + j, of every tile
+        // (ty, tx), zero outside the image. A tile's other two columns, 4·tx − 1 and
+        // 4·tx + 4, are its neighbours' j = 3 and j = 0.
         for (index, row) in rows.clone().enumerate() {
             let (image, ty) = (row / tile_rows, row % tile_rows);
             let src = &x[(image * d.c_in + c) * plane..][..plane];
-            for r in 0..4 {
-                let (even, odd) = scratch.rows[2 * r * n..][..2 * n].split_at_mut(n);
-                let tiles = index * tile_cols..(index + 1) * tile_cols;
-                let (even, odd) = (&mut even[tiles.clone()], &mut odd[tiles]);
-                match (2 * ty + r).checked_sub(1).filter(|&y| y < d.h) {
-                    Some(y) => split_columns(&src[y * d.w..][..d.w], even, odd),
-                    None => {
-                        even.fill(T::zero());
-                        odd.fill(T::zero());
-                    }
+            for r in 0..TILE {
+                let start = 4 * r * n + index * tile_cols;
+                let sets = strided_mut::<T, 4>(&mut scratch.rows[start..], n, tile_cols);
+                match (BLOCK * ty + r).checked_sub(1).filter(|&y| y < d.h) {
+                    Some(y) => split_columns(&src[y * d.w..][..d.w], sets),
+                    None => sets.into_iter().for_each(|set| set.fill(T::zero())),
                 }
             }
         }
-        let gathered: [&[T]; 8] = core::array::from_fn(|i| &scratch.rows[i * n..][..n]);
-        // Bᵀ d: `combined[2·i + j]` combines the four rows of column set j.
-        for j in 0..2 {
-            let [e0, e1, e2, e3] = strided4_mut(&mut scratch.combined[j * n..], 2 * n, n);
-            let [d0, d1, d2, d3] = [0, 1, 2, 3].map(|r| gathered[2 * r + j]);
-            sub(e0, d0, d2);
-            add(e1, d1, d2);
-            sub(e2, d2, d1);
-            sub(e3, d1, d3);
+        let gathered = split::<T, 24>(&scratch.rows[..24 * n], n);
+        // Bᵀ d: `combined[4·i + j]` combines the six rows of column set j.
+        for j in 0..4 {
+            let [d0, d1, d2, d3, d4, d5] = core::array::from_fn(|r| gathered[4 * r + j]);
+            let [e0, e1, e2, e3, e4, e5] =
+                strided_mut::<T, 6>(&mut scratch.combined[j * n..], 4 * n, n);
+            combine(e0, [d0, d2, d4], [4.0, -5.0, 1.0]);
+            combine(e1, [d1, d2, d3, d4], [-4.0, -4.0, 1.0, 1.0]);
+            combine(e2, [d1, d2, d3, d4], [4.0, -4.0, -1.0, 1.0]);
+            combine(e3, [d1, d2, d3, d4], [-2.0, -1.0, 2.0, 1.0]);
+            combine(e4, [d1, d2, d3, d4], [2.0, -1.0, -2.0, 1.0]);
+            combine(e5, [d1, d3, d5], [4.0, -5.0, 1.0]);
         }
-        // (Bᵀ d) B over the columns 2·tx − 1 to 2·tx + 2 of each combined row: the odd
-        // column set shifted a tile right, the even set, the odd set, the even set shifted a
-        // tile left; the shifts bring in zeros at each tile row's ends.
-        for (i, e) in scratch.combined[..8 * n].chunks_exact(2 * n).enumerate() {
-            let (even, odd) = e.split_at(n);
-            let start = (i * 4 * d.c_in + c) * n;
-            let [v0, v1, v2, v3] = strided4_mut(&mut scratch.v[start..], d.c_in * n, n);
-            sub(&mut v0[1..], &odd[..n - 1], &odd[1..]);
-            add(v1, even, odd);
-            sub(v2, odd, even);
-            sub(&mut v3[..n - 1], &even[..n - 1], &even[1..]);
+        // (Bᵀ d) B over the columns 4·tx − 1 to 4·tx + 4 of each combined row: the set j = 3
+        // shifted a tile right, the four sets, the set j = 0 shifted a tile left; the shifts
+        // bring in zeros at each tile row's ends.
+        for (i, e) in scratch.combined[..24 * n].chunks_exact(4 * n).enumerate() {
+            let [j0, j1, j2, j3] = split::<T, 4>(e, n);
+            let start = (i * TILE * d.c_in + c) * n;
+            let [v0, v1, v2, v3, v4, v5] =
+                strided_mut::<T, 6>(&mut scratch.v[start..], d.c_in * n, n);
+            combine(
+                &mut v0[1..],
+                [&j3[..n - 1], &j1[1..], &j3[1..]],
+                [4.0, -5.0, 1.0],
+            );
+            combine(v1, [j0, j1, j2, j3], [-4.0, -4.0, 1.0, 1.0]);
+            combine(v2, [j0, j1, j2, j3], [4.0, -4.0, -1.0, 1.0]);
+            combine(v3, [j0, j1, j2, j3], [-2.0, -1.0, 2.0, 1.0]);
+            combine(v4, [j0, j1, j2, j3], [2.0, -1.0, -2.0, 1.0]);
+            combine(
+                &mut v5[..n - 1],
+                [&j0[..n - 1], &j2[..n - 1], &j0[1..]],
+                [4.0, -5.0, 1.0],
+            );
             for first in (0..n).step_by(tile_cols) {
                 let last = first + tile_cols - 1;
-                v0[first] = -odd[first];
-                v3[last] = even[last];
+                v0[first] = j3[first] - five * j1[first];
+                v5[last] = four * j0[last] - five * j2[last];
             }
         }
     }
 }
 
-/// `A e Aᵀ` for the output gradient's 2×2 block `e` of every tile of the tile `rows` and
-/// output channel, into `scratch.m` laid out as `V` is in `scratch.v` (`[16][c_out][n]`).
-/// Positions past an odd edge count as zeros. As in [`transform_input`], the blocks are
-/// gathered first and the arithmetic runs over all `n` tiles at once.
+/// `A e Aᵀ` for the output gradient's 4×4 block `e` of every tile of the tile `rows` and
+/// output channel, into `scratch.m` laid out as `V` is in `scratch.v` (`[36][c_out][n]`).
+/// Positions past an edge count as zeros. As in [`transform_input`], the blocks are gathered
+/// first and the arithmetic runs over all `n` tiles at once.
 #[allow(clippy::extra_unused_type_parameters)]
 #[cfg_attr(feature = "simd", macerator::with_simd)]
 fn transform_output_grad<'s, #[cfg(feature = "simd")] S: macerator::Simd, T: Element>(
@@ -397,91 +461,112 @@ fn transform_output_grad<'s, #[cfg(feature = "simd")] S: macerator::Simd, T: Ele
     let (tile_rows, tile_cols) = (d.tile_rows(), d.tile_cols());
     let (plane, n) = (d.h * d.w, rows.len() * tile_cols);
     for k in 0..d.c_out {
-        // The blocks' two rows, each as its even and its odd columns: e0, o0, e1, o1.
+        // `e[4·r + j]`: row r of every block, column set j.
         for (index, row) in rows.clone().enumerate() {
             let (image, ty) = (row / tile_rows, row % tile_rows);
             let src = &dy[(image * d.c_out + k) * plane..][..plane];
-            let [e0, o0, e1, o1] =
-                strided4_mut(&mut scratch.rows[index * tile_cols..], n, tile_cols);
-            for (r, (even, odd)) in [(e0, o0), (e1, o1)].into_iter().enumerate() {
-                let y = 2 * ty + r;
+            for r in 0..BLOCK {
+                let start = 4 * r * n + index * tile_cols;
+                let sets = strided_mut::<T, 4>(&mut scratch.rows[start..], n, tile_cols);
+                let y = BLOCK * ty + r;
                 if y < d.h {
-                    split_columns(&src[y * d.w..][..d.w], even, odd);
+                    split_columns(&src[y * d.w..][..d.w], sets);
                 } else {
-                    even.fill(T::zero());
-                    odd.fill(T::zero());
+                    sets.into_iter().for_each(|set| set.fill(T::zero()));
                 }
             }
         }
-        let [e0, o0, e1, o1] = split4(&scratch.rows[..4 * n], n);
-        // A e: the rows e0, e0 + e1, e0 − e1 and −e1, each as even and odd columns.
-        let [se, so, de, do_] = split4_mut(&mut scratch.combined[..4 * n], n);
-        add(se, e0, e1);
-        add(so, o0, o1);
-        sub(de, e0, e1);
-        sub(do_, o0, o1);
-        let (ne, no) = scratch.combined[4 * n..6 * n].split_at_mut(n);
-        neg(ne, e1);
-        neg(no, o1);
-        let [se, so, de, do_] = split4(&scratch.combined[..4 * n], n);
-        let (ne, no) = scratch.combined[4 * n..6 * n].split_at(n);
-        // (A e) Aᵀ: columns p, p + q, p − q and −q of each row (p even, q odd).
-        for (i, (even, odd)) in [(e0, o0), (se, so), (de, do_), (ne, no)]
-            .into_iter()
-            .enumerate()
-        {
-            let start = (i * 4 * d.c_out + k) * n;
-            let [m0, m1, m2, m3] = strided4_mut(&mut scratch.m[start..], d.c_out * n, n);
-            m0.copy_from_slice(even);
-            add(m1, even, odd);
-            sub(m2, even, odd);
-            neg(m3, odd);
+        let e = split::<T, 16>(&scratch.rows[..16 * n], n);
+        // A e: its rows 1 to 4 (rows 0 and 5 are e's rows 0 and 3), each as its four column
+        // sets, in `combined[4·(i − 1) + j]`.
+        for j in 0..4 {
+            let block_column = core::array::from_fn(|r| e[4 * r + j]);
+            let [a1, a2, a3, a4] = strided_mut::<T, 4>(&mut scratch.combined[j * n..], 4 * n, n);
+            combine(a1, block_column, [1.0, 1.0, 1.0, 1.0]);
+            combine(a2, block_column, [1.0, -1.0, 1.0, -1.0]);
+            combine(a3, block_column, [1.0, 2.0, 4.0, 8.0]);
+            combine(a4, block_column, [1.0, -2.0, 4.0, -8.0]);
+        }
+        let combined = split::<T, 16>(&scratch.combined[..16 * n], n);
+        // (A e) Aᵀ: the same combinations of each row's column sets.
+        for i in 0..TILE {
+            let [j0, j1, j2, j3]: [&[T]; 4] = core::array::from_fn(|j| match i {
+                0 => e[j],
+                5 => e[12 + j],
+                _ => combined[4 * (i - 1) + j],
+            });
+            let start = (i * TILE * d.c_out + k) * n;
+            let [m0, m1, m2, m3, m4, m5] =
+                strided_mut::<T, 6>(&mut scratch.m[start..], d.c_out * n, n);
+            m0.copy_from_slice(j0);
+            combine(m1, [j0, j1, j2, j3], [1.0, 1.0, 1.0, 1.0]);
+            combine(m2, [j0, j1, j2, j3], [1.0, -1.0, 1.0, -1.0]);
+            combine(m3, [j0, j1, j2, j3], [1.0, 2.0, 4.0, 8.0]);
+            combine(m4, [j0, j1, j2, j3], [1.0, -2.0, 4.0, -8.0]);
+            m5.copy_from_slice(j3);
         }
     }
 }
 
-/// Splits a row into its even columns (0, 2, …) and its odd ones (1, 3, …, a zero after an
-/// odd-length row's end).
+/// Splits a row into its four sets of columns (`4·tx + j` for j = 0 to 3), with zeros past
+/// the row's end in the last tile.
 #[inline(always)]
-fn split_columns<T: Element>(row: &[T], even: &mut [T], odd: &mut [T]) {
-    let pairs = row.len() / 2;
-    for ((e, o), pair) in even.iter_mut().zip(odd.iter_mut()).zip(row.chunks_exact(2)) {
-        *e = pair[0];
-        *o = pair[1];
+fn split_columns<T: Element>(row: &[T], [c0, c1, c2, c3]: [&mut [T]; 4]) {
+    let whole = row.len() / BLOCK;
+    let quads = row.chunks_exact(BLOCK);
+    let tail = quads.remainder();
+    for ((((a, b), c), e), quad) in c0
+        .iter_mut()
+        .zip(&mut *c1)
+        .zip(&mut *c2)
+        .zip(&mut *c3)
+        .zip(quads)
+    {
+        *a = quad[0];
+        *b = quad[1];
+        *c = quad[2];
+        *e = quad[3];
     }
-    if row.len() % 2 == 1 {
-        even[pairs] = row[row.len() - 1];
-        odd[pairs] = T::zero();
+    if !tail.is_empty() {
+        for (j, set) in [c0, c1, c2, c3].into_iter().enumerate() {
+            set[whole] = tail.get(j).copied().unwrap_or(T::zero());
+        }
     }
 }
 
-/// `out = −a`, value by value.
+/// `out = Σ coefficients[i]·terms[i]`, value by value.
 #[inline(always)]
-fn neg<T: Element>(out: &mut [T], a: &[T]) {
-    out.iter_mut().zip(a).for_each(|(o, &a)| *o = -a);
+fn combine<T: Element, const K: usize>(out: &mut [T], terms: [&[T]; K], coefficients: [f64; K]) {
+    combine_plus(out, terms, coefficients, T::zero());
 }
 
-/// `out = a + b` and `out = a − b`, value by value.
+/// `out = Σ coefficients[i]·terms[i] + plus`, value by value.
 #[inline(always)]
-fn add<T: Element>(out: &mut [T], a: &[T], b: &[T]) {
-    out.iter_mut()
-        .zip(a)
-        .zip(b)
-        .for_each(|((o, &a), &b)| *o = a + b);
+fn combine_plus<T: Element, const K: usize>(
+    out: &mut [T],
+    terms: [&[T]; K],
+    coefficients: [f64; K],
+    plus: T,
+) {
+    let coefficients = coefficients.map(|c| T::from(c).unwrap());
+    let terms = terms.map(|term| &term[..out.len()]);
+    for (i, o) in out.iter_mut().enumerate() {
+        let mut sum = plus;
+        for k in 0..K {
+            // SAFETY: every term was cut to `out.len()` values above and `i < out.len()`;
+            // unchecked so that the loop is vectorised.
+            sum = sum + coefficients[k] * unsafe { *terms[k].get_unchecked(i) };
+        }
+        *o = sum;
+    }
 }
 
-#[inline(always)]
-fn sub<T: Element>(out: &mut [T], a: &[T], b: &[T]) {
-    out.iter_mut()
-        .zip(a)
-        .zip(b)
-        .for_each(|((o, &a), &b)| *o = a - b);
-}
-
-/// `Aᵀ M A + bias` for every tile of the tile `rows` and output channel, written into the
-/// task's output images `y` (the parts of 2×2 blocks past an odd edge are dropped), or with
-/// [`Output::PooledRelu`] each block's ReLU'd maximum. The sums run over all `n` tiles of the
-/// block; only the writes into the output rows go along each tile row.
+/// `Aᵀ M A + bias` for every tile of the tile `rows` and output channel, with
+/// `Aᵀ = [[1, 1, 1, 1, 1, 0], [0, 1, −1, 2, −2, 0], [0, 1, 1, 4, 4, 0], [0, 1, −1, 8, −8, 1]]`,
+/// written into the task's output images `y` (the parts of 4×4 blocks past an edge are
+/// dropped), or with [`Output::PooledRelu`] the ReLU'd maximum of each of a block's four 2×2
+/// windows. The sums run over all `n` tiles of the block; only the writes into the output
+/// rows go along each tile row.
 #[allow(clippy::extra_unused_type_parameters)]
 #[cfg_attr(feature = "simd", macerator::with_simd)]
 fn transform_output<'a, 's, #[cfg(feature = "simd")] S: macerator::Simd, T: Element>(
@@ -494,110 +579,105 @@ fn transform_output<'a, 's, #[cfg(feature = "simd")] S: macerator::Simd, T: Elem
 ) {
     let (tile_rows, tile_cols) = (d.tile_rows(), d.tile_cols());
     let (plane, n) = (d.h * d.w, rows.len() * tile_cols);
-    let zero = T::zero();
+    let (pooled_h, pooled_w) = (d.h / 2, d.w / 2);
     for k in 0..d.c_out {
-        let b = bias.map_or(zero, |bias| bias[k]);
-        let m: [&[T]; 16] = core::array::from_fn(|xi| &scratch.m[(xi * d.c_out + k) * n..][..n]);
-        let mut sums = scratch.sums[..12 * n].chunks_exact_mut(n);
-        let mut next = || sums.next().unwrap();
-        // Aᵀ M: the first row of the 2×2 block in s0, the second in s1.
-        let s0: [&mut [T]; 4] = core::array::from_fn(|j| {
-            let s = next();
-            combine(s, [m[j], m[4 + j], m[8 + j]], [1, 1], zero);
-            s
-        });
-        let s1: [&mut [T]; 4] = core::array::from_fn(|j| {
-            let s = next();
-            combine(s, [m[4 + j], m[8 + j], m[12 + j]], [-1, -1], zero);
-            s
-        });
-        // (Aᵀ M) A: left and right column of each row.
-        let out: [&mut [T]; 4] = core::array::from_fn(|i| {
-            let s = if i < 2 { &s0 } else { &s1 };
-            let out = next();
-            if i % 2 == 0 {
-                combine(out, [&*s[0], &*s[1], &*s[2]], [1, 1], b);
-            } else {
-                combine(out, [&*s[1], &*s[2], &*s[3]], [-1, -1], b);
-            }
-            out
-        });
+        let b = bias.map_or(T::zero(), |bias| bias[k]);
+        let m: [&[T]; POSITIONS] =
+            core::array::from_fn(|xi| &scratch.m[(xi * d.c_out + k) * n..][..n]);
+        let (s, out) = scratch.sums[..40 * n].split_at_mut(24 * n);
+        // Aᵀ M: row i of the output block, column c of the tile, in `s[6·i + c]`.
+        for c in 0..TILE {
+            let [m0, m1, m2, m3, m4, m5] = core::array::from_fn(|r| m[TILE * r + c]);
+            let [s0, s1, s2, s3] = strided_mut::<T, 4>(&mut s[c * n..], TILE * n, n);
+            combine(s0, [m0, m1, m2, m3, m4], [1.0; 5]);
+            combine(s1, [m1, m2, m3, m4], [1.0, -1.0, 2.0, -2.0]);
+            combine(s2, [m1, m2, m3, m4], [1.0, 1.0, 4.0, 4.0]);
+            combine(s3, [m1, m2, m3, m4, m5], [1.0, -1.0, 8.0, -8.0, 1.0]);
+        }
+        // (Aᵀ M) A: row i, column j of the output block in `out[4·i + j]`.
+        for (i, out_row) in out.chunks_exact_mut(BLOCK * n).enumerate() {
+            let [s0, s1, s2, s3, s4, s5] = split::<T, 6>(&s[TILE * i * n..], n);
+            let [o0, o1, o2, o3] = strided_mut::<T, 4>(out_row, n, n);
+            combine_plus(o0, [s0, s1, s2, s3, s4], [1.0; 5], b);
+            combine_plus(o1, [s1, s2, s3, s4], [1.0, -1.0, 2.0, -2.0], b);
+            combine_plus(o2, [s1, s2, s3, s4], [1.0, 1.0, 4.0, 4.0], b);
+            combine_plus(o3, [s1, s2, s3, s4, s5], [1.0, -1.0, 8.0, -8.0, 1.0], b);
+        }
+        let out = split::<T, 16>(out, n);
         for (index, row) in rows.clone().enumerate() {
             let (image, ty) = (row / tile_rows, row % tile_rows);
             let tiles = index * tile_cols..(index + 1) * tile_cols;
+            let at = |i: usize, j: usize| &out[BLOCK * i + j][tiles.clone()];
             if output == Output::PooledRelu {
-                // Even sizes: a tile's 2×2 block is one pooling window, a tile row one row.
-                let pooled = &mut y[((image * d.c_out + k) * tile_rows + ty) * tile_cols..];
-                let corners = [0, 1, 2, 3].map(|i| &out[i][tiles.clone()]);
-                for (tx, value) in pooled[..tile_cols].iter_mut().enumerate() {
-                    value.write(max_relu(corners.map(|corner| corner[tx])));
+                // Even sizes: a block's four 2×2 windows make two values in each of two rows.
+                let pooled = &mut y[(image * d.c_out + k) * pooled_h * pooled_w..];
+                for a in 0..2 {
+                    let py = 2 * ty + a;
+                    if py >= pooled_h {
+                        break;
+                    }
+                    let window = |b: usize| {
+                        let (i, j) = (2 * a, 2 * b);
+                        [at(i, j), at(i, j + 1), at(i + 1, j), at(i + 1, j + 1)]
+                    };
+                    let (left, right) = (window(0), window(1));
+                    let dst = &mut pooled[py * pooled_w..][..pooled_w];
+                    for (tx, pair) in dst.chunks_mut(2).enumerate() {
+                        pair[0].write(max_relu(left.map(|corner| corner[tx])));
+                        if let Some(value) = pair.get_mut(1) {
+                            value.write(max_relu(right.map(|corner| corner[tx])));
+                        }
+                    }
                 }
                 continue;
             }
             let y_plane = &mut y[(image * d.c_out + k) * plane..][..plane];
-            for r in 0..2 {
-                let oy = 2 * ty + r;
+            for i in 0..BLOCK {
+                let oy = BLOCK * ty + i;
                 if oy < d.h {
-                    let (left, right) =
-                        (&out[2 * r][tiles.clone()], &out[2 * r + 1][tiles.clone()]);
-                    interleave(&mut y_plane[oy * d.w..][..d.w], left, right);
+                    let sets = core::array::from_fn(|j| at(i, j));
+                    interleave(&mut y_plane[oy * d.w..][..d.w], sets);
                 }
             }
         }
     }
 }
 
-/// `out = a ± b ± c + plus`, the signs of `b` and `c` given as ±1.
+/// Writes `sets[j][tx]` to column `4·tx + j` of `dst`, as far as it goes.
 #[inline(always)]
-fn combine<T: Element>(out: &mut [T], [a, b, c]: [&[T]; 3], signs: [i8; 2], plus: T) {
-    let zipped = out.iter_mut().zip(a).zip(b).zip(c);
-    match signs {
-        [1, 1] => zipped.for_each(|(((o, &a), &b), &c)| *o = a + b + c + plus),
-        _ => zipped.for_each(|(((o, &a), &b), &c)| *o = a - b - c + plus),
+fn interleave<T: Element>(dst: &mut [MaybeUninit<T>], sets: [&[T]; 4]) {
+    let whole = dst.len() / BLOCK;
+    let [a, b, c, e] = sets;
+    let mut quads = dst.chunks_exact_mut(BLOCK);
+    for ((((quad, &a), &b), &c), &e) in (&mut quads).zip(a).zip(b).zip(c).zip(e) {
+        quad[0].write(a);
+        quad[1].write(b);
+        quad[2].write(c);
+        quad[3].write(e);
+    }
+    for (j, value) in quads.into_remainder().iter_mut().enumerate() {
+        value.write(sets[j][whole]);
     }
 }
 
-/// Writes `left[i]` and `right[i]` to columns `2i` and `2i + 1` of `dst`, as far as it goes.
+/// `K` consecutive slices of `len` values.
 #[inline(always)]
-fn interleave<T: Element>(dst: &mut [MaybeUninit<T>], left: &[T], right: &[T]) {
-    let pairs = dst.len() / 2;
-    assert!(left.len() >= dst.len().div_ceil(2) && right.len() >= pairs);
-    for i in 0..pairs {
-        // SAFETY: i < pairs, so 2·i + 1 < dst.len() and i < left.len(), right.len() (the
-        // assertion above); unchecked so that the loop is vectorised.
-        unsafe {
-            dst.get_unchecked_mut(2 * i).write(*left.get_unchecked(i));
-            dst.get_unchecked_mut(2 * i + 1)
-                .write(*right.get_unchecked(i));
-        }
-    }
-    if dst.len() % 2 == 1 {
-        dst[2 * pairs].write(left[pairs]);
-    }
-}
-
-/// Four consecutive slices of `len` values.
-#[inline(always)]
-fn split4<T>(data: &[T], len: usize) -> [&[T]; 4] {
+fn split<T, const K: usize>(data: &[T], len: usize) -> [&[T]; K] {
     let mut chunks = data.chunks_exact(len);
     core::array::from_fn(|_| chunks.next().unwrap())
 }
 
+/// `K` slices of `len` values, `stride` apart, the first at the start of `data`.
 #[inline(always)]
-fn split4_mut<T>(data: &mut [T], len: usize) -> [&mut [T]; 4] {
-    strided4_mut(data, len, len)
-}
-
-/// Four slices of `len` values, `stride` apart, the first at the start of `data`.
-#[inline(always)]
-fn strided4_mut<T>(data: &mut [T], stride: usize, len: usize) -> [&mut [T]; 4] {
-    let (a, rest) = data.split_at_mut(stride);
-    let (b, rest) = rest.split_at_mut(stride);
-    let (c, rest) = rest.split_at_mut(stride);
-    [
-        &mut a[..len],
-        &mut b[..len],
-        &mut c[..len],
-        &mut rest[..len],
-    ]
+fn strided_mut<T, const K: usize>(mut data: &mut [T], stride: usize, len: usize) -> [&mut [T]; K] {
+    core::array::from_fn(|i| {
+        let rest = core::mem::take(&mut data);
+        let (part, rest) = if i + 1 < K {
+            rest.split_at_mut(stride)
+        } else {
+            (rest, &mut [][..])
+        };
+        data = rest;
+        &mut part[..len]
+    })
 }
