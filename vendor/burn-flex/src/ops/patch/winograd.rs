@@ -385,7 +385,6 @@ fn transform_input<'s, #[cfg(feature = "simd")] S: macerator::Simd, T: Element>(
 ) {
     let (tile_rows, tile_cols) = (d.tile_rows(), d.tile_cols());
     let (plane, n) = (d.h * d.w, rows.len() * tile_cols);
-    let (four, five) = (T::from(4.0).unwrap(), T::from(5.0).unwrap());
     for c in 0..d.c_in {
         // `gathered[4·r + j]`: input row 4·ty − 1 + r, input column 4·tx + j, of every tile
         // (ty, tx), zero outside the image. A tile's other two columns, 4·tx − 1 and
@@ -406,42 +405,24 @@ fn transform_input<'s, #[cfg(feature = "simd")] S: macerator::Simd, T: Element>(
         // Bᵀ d: `combined[4·i + j]` combines the six rows of column set j.
         for j in 0..4 {
             let [d0, d1, d2, d3, d4, d5] = core::array::from_fn(|r| gathered[4 * r + j]);
-            let [e0, e1, e2, e3, e4, e5] =
-                strided_mut::<T, 6>(&mut scratch.combined[j * n..], 4 * n, n);
-            combine(e0, [d0, d2, d4], [4.0, -5.0, 1.0]);
-            combine(e1, [d1, d2, d3, d4], [-4.0, -4.0, 1.0, 1.0]);
-            combine(e2, [d1, d2, d3, d4], [4.0, -4.0, -1.0, 1.0]);
-            combine(e3, [d1, d2, d3, d4], [-2.0, -1.0, 2.0, 1.0]);
-            combine(e4, [d1, d2, d3, d4], [2.0, -1.0, -2.0, 1.0]);
-            combine(e5, [d1, d3, d5], [4.0, -5.0, 1.0]);
+            let e = strided_mut::<T, 6>(&mut scratch.combined[j * n..], 4 * n, n);
+            elementwise([d0, d1, d2, d3, d4, d5], e, input_transform);
         }
         // (Bᵀ d) B over the columns 4·tx − 1 to 4·tx + 4 of each combined row: the set j = 3
-        // shifted a tile right, the four sets, the set j = 0 shifted a tile left; the shifts
-        // bring in zeros at each tile row's ends.
+        // shifted a tile right (`left`), the four sets, the set j = 0 shifted a tile left
+        // (`right`); the shifts bring in zeros at each tile row's ends.
+        let [left, right] = strided_mut::<T, 2>(&mut scratch.rows[..], n, n);
         for (i, e) in scratch.combined[..24 * n].chunks_exact(4 * n).enumerate() {
             let [j0, j1, j2, j3] = split::<T, 4>(e, n);
-            let start = (i * TILE * d.c_in + c) * n;
-            let [v0, v1, v2, v3, v4, v5] =
-                strided_mut::<T, 6>(&mut scratch.v[start..], d.c_in * n, n);
-            combine(
-                &mut v0[1..],
-                [&j3[..n - 1], &j1[1..], &j3[1..]],
-                [4.0, -5.0, 1.0],
-            );
-            combine(v1, [j0, j1, j2, j3], [-4.0, -4.0, 1.0, 1.0]);
-            combine(v2, [j0, j1, j2, j3], [4.0, -4.0, -1.0, 1.0]);
-            combine(v3, [j0, j1, j2, j3], [-2.0, -1.0, 2.0, 1.0]);
-            combine(v4, [j0, j1, j2, j3], [2.0, -1.0, -2.0, 1.0]);
-            combine(
-                &mut v5[..n - 1],
-                [&j0[..n - 1], &j2[..n - 1], &j0[1..]],
-                [4.0, -5.0, 1.0],
-            );
+            left[1..].copy_from_slice(&j3[..n - 1]);
+            right[..n - 1].copy_from_slice(&j0[1..]);
             for first in (0..n).step_by(tile_cols) {
-                let last = first + tile_cols - 1;
-                v0[first] = j3[first] - five * j1[first];
-                v5[last] = four * j0[last] - five * j2[last];
+                left[first] = T::zero();
+                right[first + tile_cols - 1] = T::zero();
             }
+            let start = (i * TILE * d.c_in + c) * n;
+            let v = strided_mut::<T, 6>(&mut scratch.v[start..], d.c_in * n, n);
+            elementwise([&*left, j0, j1, j2, j3, &*right], v, input_transform);
         }
     }
 }
@@ -481,11 +462,8 @@ fn transform_output_grad<'s, #[cfg(feature = "simd")] S: macerator::Simd, T: Ele
         // sets, in `combined[4·(i − 1) + j]`.
         for j in 0..4 {
             let block_column = core::array::from_fn(|r| e[4 * r + j]);
-            let [a1, a2, a3, a4] = strided_mut::<T, 4>(&mut scratch.combined[j * n..], 4 * n, n);
-            combine(a1, block_column, [1.0, 1.0, 1.0, 1.0]);
-            combine(a2, block_column, [1.0, -1.0, 1.0, -1.0]);
-            combine(a3, block_column, [1.0, 2.0, 4.0, 8.0]);
-            combine(a4, block_column, [1.0, -2.0, 4.0, -8.0]);
+            let a = strided_mut::<T, 4>(&mut scratch.combined[j * n..], 4 * n, n);
+            elementwise(block_column, a, output_grad_middle);
         }
         let combined = split::<T, 16>(&scratch.combined[..16 * n], n);
         // (A e) Aᵀ: the same combinations of each row's column sets.
@@ -499,10 +477,7 @@ fn transform_output_grad<'s, #[cfg(feature = "simd")] S: macerator::Simd, T: Ele
             let [m0, m1, m2, m3, m4, m5] =
                 strided_mut::<T, 6>(&mut scratch.m[start..], d.c_out * n, n);
             m0.copy_from_slice(j0);
-            combine(m1, [j0, j1, j2, j3], [1.0, 1.0, 1.0, 1.0]);
-            combine(m2, [j0, j1, j2, j3], [1.0, -1.0, 1.0, -1.0]);
-            combine(m3, [j0, j1, j2, j3], [1.0, 2.0, 4.0, 8.0]);
-            combine(m4, [j0, j1, j2, j3], [1.0, -2.0, 4.0, -8.0]);
+            elementwise([j0, j1, j2, j3], [m1, m2, m3, m4], output_grad_middle);
             m5.copy_from_slice(j3);
         }
     }
@@ -534,31 +509,82 @@ fn split_columns<T: Element>(row: &[T], [c0, c1, c2, c3]: [&mut [T]; 4]) {
     }
 }
 
-/// `out = Σ coefficients[i]·terms[i]`, value by value.
+/// `f` of the values at each position of `inputs`, written to the same position of
+/// `outputs`, all in one pass (each input read once, the arithmetic in registers).
 #[inline(always)]
-fn combine<T: Element, const K: usize>(out: &mut [T], terms: [&[T]; K], coefficients: [f64; K]) {
-    combine_plus(out, terms, coefficients, T::zero());
+fn elementwise<T: Element, const I: usize, const O: usize>(
+    inputs: [&[T]; I],
+    outputs: [&mut [T]; O],
+    f: impl Fn([T; I]) -> [T; O],
+) {
+    let n = outputs.first().map_or(0, |o| o.len());
+    let inputs = inputs.map(|input| &input[..n]);
+    let mut outputs = outputs.map(|output| &mut output[..n]);
+    for i in 0..n {
+        // SAFETY: every input and output was cut to `n` values above and `i < n`; unchecked
+        // so that the loop is vectorised.
+        let values = f(inputs.map(|input| unsafe { *input.get_unchecked(i) }));
+        for (output, value) in outputs.iter_mut().zip(values) {
+            unsafe { *output.get_unchecked_mut(i) = value };
+        }
+    }
 }
 
-/// `out = Σ coefficients[i]·terms[i] + plus`, value by value.
+/// `Bᵀ·d` for one column (or row) of a tile.
 #[inline(always)]
-fn combine_plus<T: Element, const K: usize>(
-    out: &mut [T],
-    terms: [&[T]; K],
-    coefficients: [f64; K],
-    plus: T,
-) {
-    let coefficients = coefficients.map(|c| T::from(c).unwrap());
-    let terms = terms.map(|term| &term[..out.len()]);
-    for (i, o) in out.iter_mut().enumerate() {
-        let mut sum = plus;
-        for k in 0..K {
-            // SAFETY: every term was cut to `out.len()` values above and `i < out.len()`;
-            // unchecked so that the loop is vectorised.
-            sum = sum + coefficients[k] * unsafe { *terms[k].get_unchecked(i) };
-        }
-        *o = sum;
-    }
+fn input_transform<T: Element>([d0, d1, d2, d3, d4, d5]: [T; TILE]) -> [T; TILE] {
+    let (two, four, five) = (
+        T::from(2).unwrap(),
+        T::from(4).unwrap(),
+        T::from(5).unwrap(),
+    );
+    let (outer, inner) = (d4 - four * d2, d3 - four * d1);
+    let (near, far) = (d4 - d2, two * (d3 - d1));
+    [
+        four * d0 - five * d2 + d4,
+        outer + inner,
+        outer - inner,
+        near + far,
+        near - far,
+        four * d1 - five * d3 + d5,
+    ]
+}
+
+/// `Aᵀ·m` for one column (or row) of a product tile.
+#[inline(always)]
+fn output_transform<T: Element>([m0, m1, m2, m3, m4, m5]: [T; TILE]) -> [T; BLOCK] {
+    let (two, four, eight) = (
+        T::from(2).unwrap(),
+        T::from(4).unwrap(),
+        T::from(8).unwrap(),
+    );
+    let (sum, diff) = (m1 + m2, m1 - m2);
+    let (sum_far, diff_far) = (m3 + m4, m3 - m4);
+    [
+        m0 + sum + sum_far,
+        diff + two * diff_far,
+        sum + four * sum_far,
+        diff + eight * diff_far + m5,
+    ]
+}
+
+/// Positions 1 to 4 of `A·e` for one column (or row) of an output-gradient block; position
+/// 0 is `e0` and position 5 is `e3`.
+#[inline(always)]
+fn output_grad_middle<T: Element>([e0, e1, e2, e3]: [T; BLOCK]) -> [T; 4] {
+    let (two, four, eight) = (
+        T::from(2).unwrap(),
+        T::from(4).unwrap(),
+        T::from(8).unwrap(),
+    );
+    let (even, odd) = (e0 + e2, e1 + e3);
+    let (even_far, odd_far) = (e0 + four * e2, two * e1 + eight * e3);
+    [
+        even + odd,
+        even - odd,
+        even_far + odd_far,
+        even_far - odd_far,
+    ]
 }
 
 /// `Aᵀ M A + bias` for every tile of the tile `rows` and output channel, with
@@ -588,20 +614,14 @@ fn transform_output<'a, 's, #[cfg(feature = "simd")] S: macerator::Simd, T: Elem
         // Aᵀ M: row i of the output block, column c of the tile, in `s[6·i + c]`.
         for c in 0..TILE {
             let [m0, m1, m2, m3, m4, m5] = core::array::from_fn(|r| m[TILE * r + c]);
-            let [s0, s1, s2, s3] = strided_mut::<T, 4>(&mut s[c * n..], TILE * n, n);
-            combine(s0, [m0, m1, m2, m3, m4], [1.0; 5]);
-            combine(s1, [m1, m2, m3, m4], [1.0, -1.0, 2.0, -2.0]);
-            combine(s2, [m1, m2, m3, m4], [1.0, 1.0, 4.0, 4.0]);
-            combine(s3, [m1, m2, m3, m4, m5], [1.0, -1.0, 8.0, -8.0, 1.0]);
+            let s_rows = strided_mut::<T, 4>(&mut s[c * n..], TILE * n, n);
+            elementwise([m0, m1, m2, m3, m4, m5], s_rows, output_transform);
         }
         // (Aᵀ M) A: row i, column j of the output block in `out[4·i + j]`.
         for (i, out_row) in out.chunks_exact_mut(BLOCK * n).enumerate() {
-            let [s0, s1, s2, s3, s4, s5] = split::<T, 6>(&s[TILE * i * n..], n);
-            let [o0, o1, o2, o3] = strided_mut::<T, 4>(out_row, n, n);
-            combine_plus(o0, [s0, s1, s2, s3, s4], [1.0; 5], b);
-            combine_plus(o1, [s1, s2, s3, s4], [1.0, -1.0, 2.0, -2.0], b);
-            combine_plus(o2, [s1, s2, s3, s4], [1.0, 1.0, 4.0, 4.0], b);
-            combine_plus(o3, [s1, s2, s3, s4, s5], [1.0, -1.0, 8.0, -8.0, 1.0], b);
+            let columns = split::<T, 6>(&s[TILE * i * n..], n);
+            let out_row = strided_mut::<T, 4>(out_row, n, n);
+            elementwise(columns, out_row, |m| output_transform(m).map(|v| v + b));
         }
         let out = split::<T, 16>(out, n);
         for (index, row) in rows.clone().enumerate() {
