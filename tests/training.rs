@@ -606,6 +606,67 @@ fn flex_fused_convolution_pool_and_relu_match_ndarray() {
     assert!(fused(&x, &w, None, &groups).is_none(), "two groups");
 }
 
+/// The 2×2 pool with i64 indices (what a direct `ModuleOps` call may ask for; autodiff asks
+/// for flex's default i32, which the test above compares with ndarray) gives the same pooled
+/// values, indices and gradient as with i32, odd sizes and ties included.
+#[test]
+fn flex_max_pool_with_i64_indices_matches_i32() {
+    use burn::backend::Flex;
+    use burn::backend::ops::ModuleOps;
+    use burn::tensor::{Int, IntDType};
+
+    let ties = burn::tensor::TensorData::new(
+        (0..2 * 3 * 6 * 6)
+            .map(|i| ((i * 7 + i / 5) % 4) as f32)
+            .collect::<Vec<_>>(),
+        [2, 3, 6, 6],
+    );
+    for (x, pooled_shape) in [
+        (random_data([2, 3, 7, 9], 10), [2, 3, 3, 4]),
+        (ties, [2, 3, 3, 3]),
+    ] {
+        let shape = x.shape().clone();
+        let grad = random_data(pooled_shape, 11);
+        let flex = |data: &burn::tensor::TensorData| {
+            Tensor::<4>::from_data(data.clone(), &Device::flex())
+                .try_into_primitive::<Flex>()
+                .unwrap()
+        };
+        let pool = |dtype| {
+            let pooled = <Flex as ModuleOps<Flex>>::max_pool2d_with_indices(
+                flex(&x),
+                [2, 2],
+                [2, 2],
+                [0, 0],
+                [1, 1],
+                false,
+                dtype,
+            );
+            let dx = <Flex as ModuleOps<Flex>>::max_pool2d_with_indices_backward(
+                flex(&x),
+                [2, 2],
+                [2, 2],
+                [0, 0],
+                [1, 1],
+                false,
+                flex(&grad),
+                pooled.indices.clone(),
+            );
+            (
+                Tensor::<4>::from_primitive::<Flex>(pooled.output).into_data(),
+                Tensor::<4, Int>::from_primitive::<Flex>(pooled.indices).into_data(),
+                Tensor::<4>::from_primitive::<Flex>(dx.x_grad).into_data(),
+            )
+        };
+        let (i32s, i64s) = (pool(IntDType::I32), pool(IntDType::I64));
+        assert_eq!(i32s.1.dtype(), burn::tensor::DType::I32, "{shape:?}");
+        assert_eq!(i64s.1.dtype(), burn::tensor::DType::I64, "{shape:?}");
+        assert_eq!(i32s.0, i64s.0, "pooled values, {shape:?}");
+        assert_eq!(i32s.1.convert::<i64>(), i64s.1, "indices, {shape:?}");
+        assert_eq!(i32s.2, i64s.2, "gradient, {shape:?}");
+    }
+}
+
 /// Training (batch statistics, with gradients) and inference (given statistics).
 #[test]
 fn flex_batch_norm_and_its_gradients_match_ndarray() {
