@@ -350,6 +350,24 @@ fn random_data<const D: usize>(shape: [usize; D], seed: u64) -> burn::tensor::Te
     burn::tensor::TensorData::new(values, shape)
 }
 
+/// `[2, 3, 6, 6]` whole numbers in 0..4: most 2×2 windows hold ties, which must pick the
+/// same maximum.
+fn tied_data() -> burn::tensor::TensorData {
+    burn::tensor::TensorData::new(
+        (0..2 * 3 * 6 * 6)
+            .map(|i| ((i * 7 + i / 5) % 4) as f32)
+            .collect::<Vec<_>>(),
+        [2, 3, 6, 6],
+    )
+}
+
+/// `data` on flex as its primitive, for the tests that call burn-flex's operations directly.
+fn flex_primitive<const D: usize>(data: &burn::tensor::TensorData) -> burn_flex::FlexTensor {
+    Tensor::<D>::from_data(data.clone(), &Device::flex())
+        .try_into_primitive::<burn::backend::Flex>()
+        .unwrap()
+}
+
 /// Runs `compute` on flex and on ndarray and asserts that all its results agree. catdog's
 /// burn-flex computes convolutions, batch norm and their gradients itself
 /// (vendor/burn-flex/PATCHED.md); ndarray's are burn's unpatched ones.
@@ -476,13 +494,7 @@ fn flex_max_pool_and_its_gradient_match_ndarray() {
     use burn::tensor::module::max_pool2d;
     use burn::tensor::ops::MaxPoolOptions;
 
-    // Whole numbers in 0..4: most windows hold ties, which must pick the same maximum.
-    let ties = burn::tensor::TensorData::new(
-        (0..2 * 3 * 6 * 6)
-            .map(|i| ((i * 7 + i / 5) % 4) as f32)
-            .collect::<Vec<_>>(),
-        [2, 3, 6, 6],
-    );
+    let ties = tied_data();
     let cases = [
         (random_data([3, 4, 8, 6], 0), false),
         (random_data([2, 3, 7, 9], 1), false),
@@ -533,17 +545,10 @@ fn flex_fused_convolution_pool_and_relu_match_ndarray() {
                  w: &burn::tensor::TensorData,
                  b: Option<&burn::tensor::TensorData>,
                  options: &ConvOptions<2>| {
-        let flex =
-            |data: &burn::tensor::TensorData| Tensor::<4>::from_data(data.clone(), &Device::flex());
-        let bias = b.map(|b| {
-            Tensor::<1>::from_data(b.clone(), &Device::flex())
-                .try_into_primitive::<Flex>()
-                .unwrap()
-        });
         burn_flex::ops::conv2d_max_pool2x2_relu(
-            flex(x).try_into_primitive::<Flex>().unwrap(),
-            flex(w).try_into_primitive::<Flex>().unwrap(),
-            bias,
+            flex_primitive::<4>(x),
+            flex_primitive::<4>(w),
+            b.map(flex_primitive::<1>),
             options,
         )
         .map(|y| Tensor::<4>::from_primitive::<Flex>(y).into_data())
@@ -615,26 +620,16 @@ fn flex_max_pool_with_i64_indices_matches_i32() {
     use burn::backend::ops::ModuleOps;
     use burn::tensor::{Int, IntDType};
 
-    let ties = burn::tensor::TensorData::new(
-        (0..2 * 3 * 6 * 6)
-            .map(|i| ((i * 7 + i / 5) % 4) as f32)
-            .collect::<Vec<_>>(),
-        [2, 3, 6, 6],
-    );
+    let ties = tied_data();
     for (x, pooled_shape) in [
         (random_data([2, 3, 7, 9], 10), [2, 3, 3, 4]),
         (ties, [2, 3, 3, 3]),
     ] {
         let shape = x.shape().clone();
         let grad = random_data(pooled_shape, 11);
-        let flex = |data: &burn::tensor::TensorData| {
-            Tensor::<4>::from_data(data.clone(), &Device::flex())
-                .try_into_primitive::<Flex>()
-                .unwrap()
-        };
         let pool = |dtype| {
             let pooled = <Flex as ModuleOps<Flex>>::max_pool2d_with_indices(
-                flex(&x),
+                flex_primitive::<4>(&x),
                 [2, 2],
                 [2, 2],
                 [0, 0],
@@ -643,13 +638,13 @@ fn flex_max_pool_with_i64_indices_matches_i32() {
                 dtype,
             );
             let dx = <Flex as ModuleOps<Flex>>::max_pool2d_with_indices_backward(
-                flex(&x),
+                flex_primitive::<4>(&x),
                 [2, 2],
                 [2, 2],
                 [0, 0],
                 [1, 1],
                 false,
-                flex(&grad),
+                flex_primitive::<4>(&grad),
                 pooled.indices.clone(),
             );
             (
