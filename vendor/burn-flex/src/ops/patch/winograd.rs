@@ -492,22 +492,22 @@ fn transform_output_grad<'s, #[cfg(feature = "simd")] S: macerator::Simd, T: Ele
 /// Splits a row into its four sets of columns (`4·tx + j` for j = 0 to 3), with zeros past
 /// the row's end in the last tile.
 #[inline(always)]
-fn split_columns<T: Element>(row: &[T], [c0, c1, c2, c3]: [&mut [T]; 4]) {
+fn split_columns<T: Element>(row: &[T], sets: [&mut [T]; 4]) {
     let whole = row.len() / BLOCK;
-    let quads = row.chunks_exact(BLOCK);
-    let tail = quads.remainder();
-    for ((((a, b), c), e), quad) in c0
-        .iter_mut()
-        .zip(&mut *c1)
-        .zip(&mut *c2)
-        .zip(&mut *c3)
-        .zip(quads)
-    {
-        *a = quad[0];
-        *b = quad[1];
-        *c = quad[2];
-        *e = quad[3];
+    let [c0, c1, c2, c3] = sets.map(|set| &mut set[..whole + usize::from(row.len() % BLOCK > 0)]);
+    let quads = &row[..BLOCK * whole];
+    for i in 0..whole {
+        // SAFETY: `i < whole`, each set holds at least `whole` values and `quads` `4·whole`;
+        // unchecked, and indexed rather than zipped, so that the loop is vectorised (as one
+        // interleaved group of four loads), which the zipped chunks were not.
+        unsafe {
+            *c0.get_unchecked_mut(i) = *quads.get_unchecked(4 * i);
+            *c1.get_unchecked_mut(i) = *quads.get_unchecked(4 * i + 1);
+            *c2.get_unchecked_mut(i) = *quads.get_unchecked(4 * i + 2);
+            *c3.get_unchecked_mut(i) = *quads.get_unchecked(4 * i + 3);
+        }
     }
+    let tail = &row[BLOCK * whole..];
     if !tail.is_empty() {
         for (j, set) in [c0, c1, c2, c3].into_iter().enumerate() {
             set[whole] = tail.get(j).copied().unwrap_or(T::zero());
@@ -673,15 +673,25 @@ fn transform_output<'a, 's, #[cfg(feature = "simd")] S: macerator::Simd, T: Elem
 #[inline(always)]
 fn interleave<T: Element>(dst: &mut [MaybeUninit<T>], sets: [&[T]; 4]) {
     let whole = dst.len() / BLOCK;
-    let [a, b, c, e] = sets;
-    let mut quads = dst.chunks_exact_mut(BLOCK);
-    for ((((quad, &a), &b), &c), &e) in (&mut quads).zip(a).zip(b).zip(c).zip(e) {
-        quad[0].write(a);
-        quad[1].write(b);
-        quad[2].write(c);
-        quad[3].write(e);
+    let [a, b, c, e] = sets.map(|set| &set[..whole]);
+    let (quads, rest) = dst.split_at_mut(BLOCK * whole);
+    for i in 0..whole {
+        // SAFETY: `i < whole`, each set holds at least `whole` values and `quads` `4·whole`;
+        // unchecked and indexed so that the loop is vectorised, as in [`split_columns`].
+        unsafe {
+            quads.get_unchecked_mut(4 * i).write(*a.get_unchecked(i));
+            quads
+                .get_unchecked_mut(4 * i + 1)
+                .write(*b.get_unchecked(i));
+            quads
+                .get_unchecked_mut(4 * i + 2)
+                .write(*c.get_unchecked(i));
+            quads
+                .get_unchecked_mut(4 * i + 3)
+                .write(*e.get_unchecked(i));
+        }
     }
-    for (j, value) in quads.into_remainder().iter_mut().enumerate() {
+    for (j, value) in rest.iter_mut().enumerate() {
         value.write(sets[j][whole]);
     }
 }
