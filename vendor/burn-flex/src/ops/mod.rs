@@ -101,6 +101,10 @@ pub mod conv;
 mod patch;
 #[cfg(feature = "rayon")]
 pub use patch::conv::conv2d_max_pool2x2_relu;
+#[cfg(feature = "rayon")]
+pub use patch::norm_pool::{
+    NormPoolRelu, NormPoolSaved, batch_norm_max_pool2x2_relu, batch_norm_max_pool2x2_relu_backward,
+};
 pub mod conv_transpose;
 pub mod cumulative;
 pub mod deform_conv;

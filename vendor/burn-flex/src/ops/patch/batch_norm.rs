@@ -81,7 +81,7 @@ fn normalize_typed<T: Element>(
 }
 
 /// Per channel, the `scale` and `shift` with which `x · scale + shift` is the normalised output.
-fn affine<T: Element>(
+pub(super) fn affine<T: Element>(
     gamma: &[T],
     beta: &[T],
     mean: &[T],
@@ -116,7 +116,7 @@ pub(crate) fn batch_norm(
 }
 
 /// Batch mean and biased variance of every channel.
-fn statistics<T: Element>(x: &[T], channels: usize, rest: usize) -> (Vec<T>, Vec<T>) {
+pub(super) fn statistics<T: Element>(x: &[T], channels: usize, rest: usize) -> (Vec<T>, Vec<T>) {
     let count = (x.len() / channels.max(1)).max(1) as f64;
     (0..channels)
         .into_par_iter()

@@ -5,6 +5,7 @@
 pub(crate) mod batch_norm;
 pub(crate) mod conv;
 mod gemm;
+pub(crate) mod norm_pool;
 pub(crate) mod pool;
 mod winograd;
 
