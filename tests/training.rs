@@ -704,6 +704,61 @@ fn flex_batch_norm_and_its_gradients_match_ndarray() {
     });
 }
 
+/// catdog's batch norm → 2×2 max-pool → ReLU while training, one operation on flex
+/// (src/model/norm_pool_relu.rs), against the three apart on ndarray: the output, the
+/// gradients of x, γ and β, and the running statistics after two steps; batch 1, ties, γ of
+/// both signs, more channels, and odd sides, which flex's operation leaves to the three apart.
+#[test]
+fn flex_fused_batch_norm_pool_and_relu_match_ndarray() {
+    use burn::module::Param;
+    use burn::nn::BatchNormConfig;
+    use burn::nn::pool::MaxPool2dConfig;
+    use catdog::model::norm_pool_relu;
+
+    let pool = MaxPool2dConfig::new([2, 2]).with_strides([2, 2]).init();
+    let cases = [
+        random_data([4, 3, 6, 8], 0),
+        random_data([1, 2, 2, 2], 1),
+        tied_data(),
+        random_data([3, 16, 8, 10], 2),
+        random_data([2, 2, 5, 7], 3),
+    ];
+    for (seed, x) in (10..).zip(cases) {
+        let shape = x.shape().to_vec();
+        let channels = shape[1];
+        let (gamma, beta) = (
+            random_data([channels], seed),
+            random_data([channels], seed + 100),
+        );
+        let even = shape[2] % 2 == 0 && shape[3] % 2 == 0;
+        let fused = burn_flex::ops::batch_norm_max_pool2x2_relu(
+            flex_primitive::<4>(&x),
+            flex_primitive::<1>(&gamma),
+            flex_primitive::<1>(&beta),
+            1e-5,
+        );
+        assert_eq!(fused.is_some(), even, "flex fuses {shape:?}");
+        assert_flex_matches_ndarray(&format!("{shape:?}"), |device, weights| {
+            let mut norm = BatchNormConfig::new(channels).init(device);
+            norm.gamma = Param::from_tensor(Tensor::from_data(gamma.clone(), device));
+            norm.beta = Param::from_tensor(Tensor::from_data(beta.clone(), device));
+            let input = || Tensor::<4>::from_data(x.clone(), device).require_grad();
+            let _ = norm_pool_relu(&norm, &pool, input() * 2.0);
+            let x = input();
+            let y = norm_pool_relu(&norm, &pool, x.clone());
+            let grads = weights.weighted_sum(y.clone()).backward();
+            vec![
+                ("y", y.into_data()),
+                ("dx", x.grad(&grads).unwrap().into_data()),
+                ("dgamma", norm.gamma.val().grad(&grads).unwrap().into_data()),
+                ("dbeta", norm.beta.val().grad(&grads).unwrap().into_data()),
+                ("running mean", norm.running_mean.value().into_data()),
+                ("running variance", norm.running_var.value().into_data()),
+            ]
+        });
+    }
+}
+
 /// Settings no run can use are refused with the flag named, through the library too: zero
 /// epochs or an empty batch used to panic deep inside the loop.
 #[test]

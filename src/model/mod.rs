@@ -3,6 +3,7 @@
 mod builtin;
 mod fused;
 mod network;
+mod norm_pool_relu;
 mod saved;
 
 use std::path::{Path, PathBuf};
@@ -12,6 +13,7 @@ use burn::tensor::Device;
 
 pub use builtin::{HELD_OUT_PHOTOS as BUILTIN_HELD_OUT, TRAINED_ON_PHOTOS as BUILTIN_TRAINED_ON};
 pub use network::SmallCnn;
+pub use norm_pool_relu::norm_pool_relu;
 pub use saved::{FORMAT_VERSION, ModelInfo, TrainedOn, save};
 
 /// Which trained model a command runs: never a surprise, so the output names it.

@@ -12,6 +12,7 @@ use burn::tensor::activation::relu;
 use burn::tensor::{Device, Tensor};
 
 use super::fused;
+use super::norm_pool_relu::norm_pool_relu;
 
 /// Output channels of the four blocks.
 const CHANNELS: [usize; 4] = [32, 64, 128, 128];
@@ -45,11 +46,11 @@ impl ConvBlock {
         {
             return y;
         }
-        let mut x = self.conv.forward(input);
-        if let Some(norm) = &self.norm {
-            x = norm.forward(x);
+        let x = self.conv.forward(input);
+        match &self.norm {
+            Some(norm) => norm_pool_relu(norm, &self.pool, x),
+            None => relu(self.pool.forward(x)),
         }
-        relu(self.pool.forward(x))
     }
 
     /// The block with its batch norm's running statistics, scale and shift folded into the

@@ -1,0 +1,121 @@
+//! A training block's batch norm → 2×2 max-pool → ReLU as one operation on flex, the CPU
+//! backend: burn-flex's `batch_norm_max_pool2x2_relu` (vendor/burn-flex/PATCHED.md) makes
+//! about half the passes over the block's largest tensor that the three apart make, forward
+//! and backward. burn has no such operation, so this registers it with burn's autodiff
+//! (`Backward`, as burn's custom-kernel examples do), reached through the backend extension
+//! API; other backends, gradient checkpointing and shapes it does not take get `None`, and
+//! the caller the three apart.
+
+use burn::backend::Flex;
+use burn::nn::pool::MaxPool2d;
+use burn::nn::{BatchNorm, PaddingConfig2d};
+use burn::tensor::Tensor;
+use burn::tensor::activation::relu;
+use burn_autodiff::Autodiff;
+use burn_autodiff::checkpoint::base::Checkpointer;
+use burn_autodiff::checkpoint::strategy::NoCheckpointing;
+use burn_autodiff::grads::Gradients;
+use burn_autodiff::ops::{Backward, Ops, OpsKind};
+use burn_flex::ops::{NormPoolSaved, batch_norm_max_pool2x2_relu_backward};
+
+/// The autodiff backend a training device runs on flex (without gradient checkpointing).
+type Training = Autodiff<Flex, NoCheckpointing>;
+
+#[derive(Debug)]
+struct NormPoolRelu;
+
+impl Backward<Flex, 3> for NormPoolRelu {
+    type State = NormPoolSaved;
+
+    fn backward(self, ops: Ops<Self::State, 3>, grads: &mut Gradients, _: &mut Checkpointer) {
+        let grad = grads.consume::<Flex>(&ops.node);
+        let all = batch_norm_max_pool2x2_relu_backward(&ops.state, grad);
+        for (parent, grad) in ops.parents.into_iter().zip(all) {
+            if let Some(node) = parent {
+                grads.register::<Flex>(node.id, grad);
+            }
+        }
+    }
+}
+
+/// `relu(pool(norm(x)))`, a conv block's work after its convolution: on flex while
+/// training, with a 2×2 pool of stride 2 and even sides, as one operation; otherwise the
+/// three apart. Either way `norm`'s running statistics are updated as burn's
+/// `BatchNorm::forward` updates them.
+pub fn norm_pool_relu(norm: &BatchNorm, pool: &MaxPool2d, x: Tensor<4>) -> Tensor<4> {
+    match fused(norm, pool, &x) {
+        Some(y) => y,
+        None => relu(pool.forward(norm.forward(x))),
+    }
+}
+
+fn fused(norm: &BatchNorm, pool: &MaxPool2d, x: &Tensor<4>) -> Option<Tensor<4>> {
+    let unpadded = match pool.padding {
+        PaddingConfig2d::Valid => true,
+        PaddingConfig2d::Explicit(top, left, bottom, right) => top + left + bottom + right == 0,
+        PaddingConfig2d::Same => false,
+    };
+    let two_by_two = pool.kernel_size == [2, 2] && pool.stride == [2, 2] && pool.dilation == [1, 1];
+    if !norm.training.is_enabled() || !unpadded || !two_by_two {
+        return None;
+    }
+    let training = |t: Tensor<4>| t.try_into_primitive::<Training>().ok();
+    let input = training(x.clone())?;
+    let gamma = norm.gamma.val().try_into_primitive::<Training>().ok()?;
+    let beta = norm.beta.val().try_into_primitive::<Training>().ok()?;
+    let nodes = [input.node(), gamma.node(), beta.node()];
+    let fused = burn_flex::ops::batch_norm_max_pool2x2_relu(
+        input.into_primitive(),
+        gamma.into_primitive(),
+        beta.into_primitive(),
+        norm.epsilon,
+    )?;
+    let output = match NormPoolRelu
+        .prepare::<NoCheckpointing>(nodes)
+        .compute_bound()
+        .stateful()
+    {
+        OpsKind::Tracked(prep) => prep.finish(fused.saved, fused.output),
+        OpsKind::UnTracked(prep) => prep.finish(fused.output),
+    };
+    let statistic = |t| Tensor::<1>::from_primitive::<Flex>(t).autodiff();
+    let (mean, variance) = (statistic(fused.mean), statistic(fused.variance));
+    let device = x.device();
+    let running = |state: Tensor<1>, batch: Tensor<1>| {
+        state
+            .to_device(&device)
+            .mul_scalar(1.0 - norm.momentum)
+            .add(batch.mul_scalar(norm.momentum))
+            .detach()
+    };
+    norm.running_mean
+        .update(running(norm.running_mean.value_sync(), mean));
+    norm.running_var
+        .update(running(norm.running_var.value_sync(), variance));
+    Some(Tensor::from_primitive::<Training>(output))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use burn::nn::BatchNormConfig;
+    use burn::nn::pool::MaxPool2dConfig;
+    use burn::tensor::{Device, Distribution};
+
+    /// The one operation is what flex trains with (the tests in tests/training.rs compare
+    /// its values with the three apart, which would match just as well if it were skipped).
+    #[test]
+    fn flex_training_takes_the_one_operation_and_nothing_else_does() {
+        let pool = MaxPool2dConfig::new([2, 2]).with_strides([2, 2]).init();
+        let takes = |device: Device, sides: [usize; 2]| {
+            let norm = BatchNormConfig::new(3).init(&device);
+            let x = Tensor::<4>::random([2, 3, sides[0], sides[1]], Distribution::Default, &device);
+            fused(&norm, &pool, &x).is_some()
+        };
+        assert!(takes(Device::flex().autodiff(), [4, 6]));
+        assert!(!takes(Device::flex().autodiff(), [5, 6]), "odd sides");
+        assert!(!takes(Device::flex(), [4, 6]), "no autodiff: inference");
+        let ndarray = crate::device::cpu_backend(crate::device::CpuBackend::Ndarray).device;
+        assert!(!takes(ndarray.autodiff(), [4, 6]), "another backend");
+    }
+}
