@@ -21,7 +21,8 @@ const CHANNELS: [usize; 4] = [32, 64, 128, 128];
 /// ReLU: the two commute (ReLU never changes which value is largest, nor a window's NaN), and
 /// ReLU then touches a quarter of the values. `norm` is `None` once folded into `conv` for
 /// prediction (see [`SmallCnn::folded`]), and then flex runs the three as one pass
-/// ([`fused`]); a model file names its tensors the same either way.
+/// ([`fused`]); while training, flex runs batch norm → pool → ReLU as one operation
+/// ([`norm_pool_relu`]). A model file names its tensors the same either way.
 #[derive(Module, Debug)]
 pub struct ConvBlock {
     conv: Conv2d,

@@ -20,12 +20,12 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use burn_backend::DType;
-use burn_std::{Bytes, Shape};
+use burn_std::Shape;
 use rayon::prelude::*;
 
 use super::batch_norm::{affine, statistics};
-use super::{LANES, par_written};
-use crate::{FlexTensor, Layout};
+use super::{LANES, narrow, par_written};
+use crate::FlexTensor;
 
 /// A window whose output ReLU set to zero: no gradient reaches any of its four values.
 const BLOCKED: u8 = 4;
@@ -135,18 +135,11 @@ pub fn batch_norm_max_pool2x2_relu(
         at.set_len(len);
         peak.set_len(len);
     }
-    let f32_tensor = |data: Vec<f32>, shape: Shape| {
-        FlexTensor::new(
-            Bytes::from_elems(data),
-            Layout::contiguous(shape),
-            DType::F32,
-        )
-    };
     let per_channel = Shape::new([channels]);
     Some(NormPoolRelu {
-        output: f32_tensor(output, Shape::new([batch, channels, oh, ow])),
-        mean: f32_tensor(mean.clone(), per_channel.clone()),
-        variance: f32_tensor(variance, per_channel),
+        output: narrow(output, Shape::new([batch, channels, oh, ow]), DType::F32),
+        mean: narrow(mean.clone(), per_channel.clone(), DType::F32),
+        variance: narrow(variance, per_channel, DType::F32),
         saved: NormPoolSaved {
             x,
             gamma: Arc::new(gamma.to_vec()),
@@ -235,18 +228,11 @@ pub fn batch_norm_max_pool2x2_relu_backward(
             }
         }
     });
-    let f32_tensor = |data: Vec<f32>, shape: Shape| {
-        FlexTensor::new(
-            Bytes::from_elems(data),
-            Layout::contiguous(shape),
-            DType::F32,
-        )
-    };
     let per_channel = Shape::new([channels]);
     [
-        f32_tensor(x_grad, shape),
-        f32_tensor(gamma_grad, per_channel.clone()),
-        f32_tensor(beta_grad, per_channel),
+        narrow(x_grad, shape, DType::F32),
+        narrow(gamma_grad, per_channel.clone(), DType::F32),
+        narrow(beta_grad, per_channel, DType::F32),
     ]
 }
 
