@@ -23,12 +23,26 @@ enum Reply {
     /// Sends only the first `n` bytes, as if that were the whole file.
     Truncated(usize),
     Status(u16),
+    /// The file, then `n` bytes more, with no Content-Length (the body ends when the
+    /// connection closes).
+    Longer(usize),
+    /// 416 Range Not Satisfiable, saying the file's size (`Content-Range: bytes */N`).
+    NotSatisfiable,
+    /// 302 to the same file under another path.
+    Redirect,
 }
 
 struct Server {
     url: String,
     /// The Range header of each request, `None` where it had none.
     ranges: Arc<Mutex<Vec<Option<String>>>>,
+    /// The If-Range header of each request.
+    if_ranges: Arc<Mutex<Vec<Option<String>>>>,
+}
+
+/// The ETag the test server gives `body`: its MD5, so another file has another one.
+fn etag(body: &[u8]) -> String {
+    format!("\"{}\"", md5_hex(body))
 }
 
 /// Serves `body` under any path, one reply per connection in order (the last repeats).
@@ -36,20 +50,27 @@ fn serve(body: Vec<u8>, replies: Vec<Reply>) -> Server {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let ranges = Arc::new(Mutex::new(Vec::new()));
-    let seen = Arc::clone(&ranges);
+    let if_ranges = Arc::new(Mutex::new(Vec::new()));
+    let (seen, seen_if) = (Arc::clone(&ranges), Arc::clone(&if_ranges));
     thread::spawn(move || {
         for (n, stream) in listener.incoming().enumerate() {
             let Ok(stream) = stream else { continue };
             let reply = replies[n.min(replies.len() - 1)];
-            let range = answer(stream, &body, reply);
+            let (range, if_range) = answer(stream, &body, reply);
             seen.lock().unwrap().push(range);
+            seen_if.lock().unwrap().push(if_range);
         }
     });
-    Server { url, ranges }
+    Server {
+        url,
+        ranges,
+        if_ranges,
+    }
 }
 
-fn answer(mut stream: TcpStream, body: &[u8], reply: Reply) -> Option<String> {
+fn answer(mut stream: TcpStream, body: &[u8], reply: Reply) -> (Option<String>, Option<String>) {
     let mut range = None;
+    let mut if_range = None;
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     loop {
         let mut line = String::new();
@@ -59,12 +80,23 @@ fn answer(mut stream: TcpStream, body: &[u8], reply: Reply) -> Option<String> {
         if let Some(value) = line.to_ascii_lowercase().strip_prefix("range:") {
             range = Some(value.trim().to_string());
         }
+        if line.to_ascii_lowercase().starts_with("if-range:") {
+            if_range = Some(line["if-range:".len()..].trim().to_string());
+        }
     }
+    let tag = etag(body);
     let head = |status: &str, length: usize, extra: &str| {
-        format!("HTTP/1.1 {status}\r\nContent-Length: {length}\r\n{extra}Connection: close\r\n\r\n")
+        format!(
+            "HTTP/1.1 {status}\r\nContent-Length: {length}\r\nETag: {tag}\r\n{extra}\
+             Connection: close\r\n\r\n"
+        )
     };
+    // A Range with an If-Range naming another version of the file gets the whole file.
+    let range_served = range
+        .as_deref()
+        .filter(|_| if_range.as_ref().is_none_or(|v| *v == tag));
     let _ = match reply {
-        Reply::Whole => match range.as_deref().and_then(|r| r.strip_prefix("bytes=")) {
+        Reply::Whole => match range_served.and_then(|r| r.strip_prefix("bytes=")) {
             Some(from) => {
                 let from: usize = from.trim_end_matches('-').parse().unwrap();
                 let rest = &body[from..];
@@ -90,9 +122,24 @@ fn answer(mut stream: TcpStream, body: &[u8], reply: Reply) -> Option<String> {
         Reply::Status(code) => stream
             .write_all(head(&format!("{code} Oops"), 4, "").as_bytes())
             .and_then(|()| stream.write_all(b"oops")),
+        Reply::Longer(n) => stream
+            .write_all(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n")
+            .and_then(|()| stream.write_all(body))
+            .and_then(|()| stream.write_all(&vec![0x55; n])),
+        Reply::NotSatisfiable => stream.write_all(
+            head(
+                "416 Range Not Satisfiable",
+                0,
+                &format!("Content-Range: bytes */{}\r\n", body.len()),
+            )
+            .as_bytes(),
+        ),
+        Reply::Redirect => {
+            stream.write_all(head("302 Found", 0, "Location: /moved/here/cats.zip\r\n").as_bytes())
+        }
     };
     let _ = stream.shutdown(std::net::Shutdown::Both);
-    range
+    (range, if_range)
 }
 
 /// A small PNG, different for each `seed` (the name says .jpg: catdog reads what it is).
@@ -147,6 +194,7 @@ fn pets(archive: &[u8]) -> Source {
         url: "https://example.invalid/data/images.tar.gz",
         size: Some(archive.len() as u64),
         md5: Some(md5_hex(archive)),
+        max_size: archive.len() as u64,
         format: Format::TarGz,
         layout: Layout::BreedCase,
     }
@@ -160,6 +208,7 @@ fn kaggle_like() -> Source {
         url: "https://example.invalid/cats.zip",
         size: None,
         md5: None,
+        max_size: 1 << 20,
         format: Format::Zip,
         layout: Layout::ClassFolders,
     }
@@ -263,6 +312,154 @@ fn a_whole_download_is_checked_laid_out_by_class_and_not_fetched_twice() {
     let err = error(get(&source, &request(&server, &other)));
     assert!(err.contains("already exists"), "{err}");
     assert_eq!(fs::read_to_string(other.join("notes.txt")).unwrap(), "mine");
+}
+
+/// Two downloads into one folder: the second is refused while the first holds the folder's
+/// lock, instead of removing the first's unpacking folder as a leftover.
+#[test]
+fn a_second_download_into_the_same_folder_waits_for_the_first() {
+    let archive = tar_gz(&pet_entries());
+    let source = pets(&archive);
+    let server = serve(archive, vec![Reply::Whole]);
+    let dir = tempfile::tempdir().unwrap();
+    let to = dir.path().join("pets");
+    // The first download, as another process holds it.
+    let held = fs::File::create(dir.path().join(".pets.catdog-lock")).unwrap();
+    held.try_lock().unwrap();
+    let err = error(get(&source, &request(&server, &to)));
+    assert!(
+        err.contains("another `catdog download` is writing") && err.contains("pets"),
+        "{err}"
+    );
+    assert!(!to.exists(), "nothing unpacked");
+    assert_eq!(server.ranges.lock().unwrap().len(), 0, "nothing fetched");
+    drop(held);
+    let summary = get(&source, &request(&server, &to)).unwrap();
+    assert_eq!((summary.cats, summary.dogs), (2, 1));
+}
+
+/// A folder name that is not UTF-8 is refused before anything is fetched or unpacked.
+#[cfg(unix)]
+#[test]
+fn a_folder_name_that_is_not_text_is_refused_before_any_work() {
+    use std::os::unix::ffi::OsStrExt;
+    let archive = tar_gz(&pet_entries());
+    let source = pets(&archive);
+    let server = serve(archive, vec![Reply::Whole]);
+    let dir = tempfile::tempdir().unwrap();
+    let to = dir.path().join(std::ffi::OsStr::from_bytes(b"pets-\xff"));
+    let err = error(get(&source, &request(&server, &to)));
+    assert!(err.contains("is not valid UTF-8"), "{err}");
+    assert_eq!(server.ranges.lock().unwrap().len(), 0, "nothing fetched");
+    assert!(listing(dir.path()).is_empty(), "{:?}", listing(dir.path()));
+}
+
+/// A server that sends on past the file's end (no Content-Length): catdog stops at the size
+/// it knows, and where it knows none, at the source's ceiling, removing what it fetched.
+#[test]
+fn a_body_longer_than_the_archive_is_stopped_at_its_size() {
+    let archive = tar_gz(&pet_entries());
+    let source = pets(&archive);
+    let server = serve(archive.clone(), vec![Reply::Longer(300_000)]);
+    let dir = tempfile::tempdir().unwrap();
+    let to = dir.path().join("pets");
+    let summary = get(&source, &request(&server, &to)).unwrap();
+    assert_eq!(
+        summary.fetched_bytes,
+        archive.len() as u64,
+        "not a byte more"
+    );
+    assert_eq!((summary.cats, summary.dogs), (2, 1));
+
+    let zipped = zip(&[
+        ("PetImages/Cat/1.jpg", picture(1)),
+        ("PetImages/Dog/1.jpg", picture(2)),
+    ]);
+    let server = serve(zipped, vec![Reply::Longer(2 << 20)]);
+    let to = dir.path().join("kaggle");
+    let err = error(get(&kaggle_like(), &request(&server, &to)));
+    assert!(
+        err.contains("sent more than 1.0 MiB, more than this archive can be"),
+        "{err}"
+    );
+    assert!(!to.exists());
+    assert_eq!(
+        listing(dir.path()),
+        [
+            "pets/.catdog-download.json",
+            "pets/cat/Abyssinian_1.jpg",
+            "pets/cat/Bengal_2.jpg",
+            "pets/dog/beagle_1.jpg"
+        ]
+        .map(PathBuf::from),
+        "no part left of the download that was stopped"
+    );
+}
+
+/// A `.part` that already holds the whole archive (a run stopped after the download, before
+/// unpacking) of a source whose size is not known: the server's 416 with the size says it is
+/// complete, and nothing is fetched again.
+#[test]
+fn a_complete_part_of_unknown_size_is_not_fetched_again() {
+    let zipped = zip(&[
+        ("PetImages/Cat/1.jpg", picture(1)),
+        ("PetImages/Dog/1.jpg", picture(2)),
+    ]);
+    let server = serve(zipped.clone(), vec![Reply::NotSatisfiable]);
+    let dir = tempfile::tempdir().unwrap();
+    let to = dir.path().join("kaggle");
+    fs::write(dir.path().join("kaggle.cats.zip.part"), &zipped).unwrap();
+    let summary = get(&kaggle_like(), &request(&server, &to)).unwrap();
+    assert_eq!((summary.cats, summary.dogs), (1, 1));
+    assert_eq!(summary.fetched_bytes, 0);
+    assert_eq!(
+        *server.ranges.lock().unwrap(),
+        [Some(format!("bytes={}-", zipped.len()))],
+        "one request, answered 416"
+    );
+}
+
+/// A download resumed after the file changed on the server: the part is sent back with its
+/// validator (If-Range), the server answers with the whole new file, and catdog starts over
+/// instead of appending the new file's end to the old file's start.
+#[test]
+fn a_part_of_an_older_version_of_the_file_is_not_appended_to() {
+    let old = tar_gz(&pet_entries());
+    let mut entries = pet_entries();
+    entries.push(("images/boxer_9.jpg", picture(9)));
+    let new = tar_gz(&entries);
+    let dir = tempfile::tempdir().unwrap();
+    let to = dir.path().join("pets");
+    let half = old.len() / 2;
+    let first = serve(old.clone(), vec![Reply::DropAfter(half)]);
+    error(get(&pets(&old), &request(&first, &to)));
+
+    let second = serve(new.clone(), vec![Reply::Whole]);
+    let source = Source {
+        size: None,
+        md5: Some(md5_hex(&new)),
+        max_size: 1 << 20,
+        ..pets(&new)
+    };
+    let summary = get(&source, &request(&second, &to)).unwrap();
+    assert_eq!(*second.if_ranges.lock().unwrap(), [Some(etag(&old))]);
+    assert_eq!(
+        summary.fetched_bytes,
+        new.len() as u64,
+        "the new file, whole"
+    );
+    assert_eq!((summary.cats, summary.dogs), (2, 2));
+}
+
+/// Redirects are followed (catdog follows them itself, to refuse https → http).
+#[test]
+fn a_redirect_is_followed_to_the_archive() {
+    let archive = tar_gz(&pet_entries());
+    let server = serve(archive.clone(), vec![Reply::Redirect, Reply::Whole]);
+    let dir = tempfile::tempdir().unwrap();
+    let summary = get(&pets(&archive), &request(&server, &dir.path().join("pets"))).unwrap();
+    assert_eq!((summary.cats, summary.dogs), (2, 1));
+    assert_eq!(server.ranges.lock().unwrap().len(), 2);
 }
 
 #[test]
@@ -399,6 +596,15 @@ fn entries_that_would_land_outside_the_folder_refuse_the_archive() {
             Format::TarGz,
             tar_gz(&[("/tmp/Bengal_9.jpg", picture(2))]),
             "/tmp/Bengal_9.jpg",
+        ),
+        // On Windows, joining `C:x.jpg` would replace the whole path with drive C's.
+        (
+            Format::Zip,
+            zip(&[
+                ("PetImages/Dog/1.jpg", picture(1)),
+                ("PetImages/Cat/C:x.jpg", picture(2)),
+            ]),
+            "C:x.jpg",
         ),
     ];
     for (format, archive, entry) in escapes {

@@ -9,9 +9,10 @@
 use std::collections::HashSet;
 use std::fs::{self, File};
 use std::io::{BufReader, Read};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail, ensure};
+use rayon::prelude::*;
 
 use super::DownloadProgress;
 use crate::data::is_photo;
@@ -110,7 +111,13 @@ pub(super) fn plan(
             EntryKind::File => match layout.place(name) {
                 Some((class, file)) if names.insert((class, file.clone())) => {
                     plan.photos.push((index, class, file));
-                    plan.bytes += bytes;
+                    plan.bytes = plan.bytes.checked_add(bytes).with_context(|| {
+                        format!(
+                            "{} declares more bytes of photos than any disk holds (its entry \
+                             {name:?} says {bytes}): a damaged or hostile archive, refused",
+                            path.display()
+                        )
+                    })?;
                 }
                 _ => plan.other_entries += 1,
             },
@@ -190,6 +197,7 @@ pub(super) fn unpack(
         0,
     );
     let mut planned = plan.photos.iter().peekable();
+    let mut written: Vec<PathBuf> = Vec::with_capacity(plan.photos.len());
     let mut write = |index: usize, name: &str, reader: &mut dyn Read| -> Result<()> {
         let Some((_, class, file)) = planned.next_if(|(i, _, _)| *i == index) else {
             return Ok(());
@@ -198,7 +206,7 @@ pub(super) fn unpack(
         reader
             .take(MAX_PHOTO_BYTES + 1)
             .read_to_end(&mut bytes)
-            .with_context(|| format!("cannot read {name} from {}", path.display()))?;
+            .with_context(|| Damaged(format!("cannot read {name} from {}", path.display())))?;
         let problem = match bytes.len() as u64 {
             0 => Some("empty"),
             n if n > MAX_PHOTO_BYTES => Some("larger than any photo"),
@@ -213,6 +221,7 @@ pub(super) fn unpack(
                 let target = into.join(CLASSES[*class]).join(file);
                 fs::write(&target, &bytes)
                     .with_context(|| format!("cannot write {}", target.display()))?;
+                written.push(target);
                 unpacked.photos[*class] += 1;
             }
         }
@@ -226,7 +235,8 @@ pub(super) fn unpack(
                 .entries()
                 .with_context(|| format!("cannot read {}", path.display()))?;
             for (index, entry) in entries.enumerate() {
-                let mut entry = entry.with_context(|| format!("cannot read {}", path.display()))?;
+                let mut entry =
+                    entry.with_context(|| Damaged(format!("cannot read {}", path.display())))?;
                 let name = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
                 write(index, &name, &mut entry)?;
             }
@@ -237,17 +247,39 @@ pub(super) fn unpack(
             for &(index, _, _) in &plan.photos {
                 let mut entry = archive
                     .by_index(index)
-                    .with_context(|| format!("cannot read {}", path.display()))?;
+                    .with_context(|| Damaged(format!("cannot read {}", path.display())))?;
                 let name = String::from_utf8_lossy(entry.name_raw()).into_owned();
                 write(index, &name, &mut entry)?;
             }
         }
     }
     progress.step_finished();
+    // Every photo on disk before the folder is marked complete: after a power cut, a folder
+    // marked complete never holds empty photos. In parallel, so that the file system can
+    // commit many at once.
+    written.par_iter().try_for_each(|photo| {
+        // Written to (Windows' FlushFileBuffers needs a handle that may write).
+        fs::OpenOptions::new()
+            .write(true)
+            .open(photo)
+            .and_then(|file| file.sync_all())
+            .with_context(|| format!("cannot write {}", photo.display()))
+    })?;
     for class in CLASSES {
         sync_folder(&into.join(class));
     }
     Ok(unpacked)
+}
+
+/// An archive that could not be read to its end while unpacking: damaged, so not worth
+/// unpacking again (the error's context, found with `downcast_ref`).
+#[derive(Debug)]
+pub(super) struct Damaged(String);
+
+impl std::fmt::Display for Damaged {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
 }
 
 enum EntryKind {
@@ -270,13 +302,40 @@ fn tar_kind<R: Read>(entry: &tar::Entry<R>, path: &Path, name: &str) -> Result<E
     })
 }
 
-/// Refuses a path that would land outside the folder it is unpacked into: absolute, with a
-/// drive letter, or climbing out with `..`.
+/// Refuses a path that would land outside the folder it is unpacked into, or that Windows
+/// reads as something else, on every platform (an archive is the same file everywhere):
+/// absolute, a drive or server prefix in any part (`PetImages/Cat/C:x.jpg` is `C:x.jpg` on
+/// drive C), climbing out with `..`, a name Windows reserves for a device (`CON`, `NUL`,
+/// `COM1`, … with any extension), or a part ending in a dot or a space, which Windows drops.
 fn check_inside(name: &str) -> Result<()> {
-    let absolute = name.starts_with(['/', '\\']) || name.as_bytes().get(1) == Some(&b':');
-    let climbs = name.split(['/', '\\']).any(|part| part == "..");
-    if absolute || climbs {
-        bail!("it would land outside the folder, so the archive is refused");
+    let outside = || bail!("it would land outside the folder, so the archive is refused");
+    if name.starts_with(['/', '\\']) {
+        return outside();
+    }
+    let platform_says_outside = Path::new(name).components().any(|part| {
+        !matches!(
+            part,
+            std::path::Component::Normal(_) | std::path::Component::CurDir
+        )
+    });
+    if platform_says_outside {
+        return outside();
+    }
+    for part in name.split(['/', '\\']) {
+        if part == ".." || part.contains(':') {
+            return outside();
+        }
+        let stem = part.split('.').next().unwrap_or(part).to_ascii_uppercase();
+        let reserved = matches!(stem.as_str(), "CON" | "PRN" | "AUX" | "NUL")
+            || (stem.len() == 4
+                && (stem.starts_with("COM") || stem.starts_with("LPT"))
+                && stem.as_bytes()[3].is_ascii_digit());
+        if reserved || (part != "." && part.ends_with(['.', ' '])) {
+            bail!(
+                "its part {part:?} names a device or changes its name on Windows, so the \
+                 archive is refused"
+            );
+        }
     }
     Ok(())
 }
@@ -331,10 +390,26 @@ mod tests {
             "\\\\server\\x.jpg",
             "C:x.jpg",
             "a\\..\\b",
+            "PetImages/Cat/C:x.jpg",
+            "PetImages\\Cat\\D:\\x.jpg",
+            "PetImages/Cat/CON",
+            "PetImages/nul.jpg",
+            "PetImages/Com1.txt/x.jpg",
+            "PetImages/Cat./x.jpg",
+            "PetImages/Cat/x.jpg ",
+            "PetImages/x.jpg:stream",
         ] {
             assert!(check_inside(bad).is_err(), "{bad}");
         }
-        for good in ["a/b.jpg", "./a.jpg", "a..b/c.jpg", "images/"] {
+        for good in [
+            "a/b.jpg",
+            "./a.jpg",
+            "a..b/c.jpg",
+            "images/",
+            "PetImages/Cat/console.jpg",
+            "PetImages/Cat/COM.jpg",
+            "PetImages/Cat/LPTX.jpg",
+        ] {
             assert!(check_inside(good).is_ok(), "{good}");
         }
     }

@@ -17,7 +17,9 @@ use anyhow::{Context, Result, bail, ensure};
 use md5::{Digest, Md5};
 use serde::{Deserialize, Serialize};
 
-use crate::fs::{available_bytes, folder_of, human_bytes, sync_folder, write_atomically};
+use crate::fs::{
+    available_bytes, folder_of, human_bytes, sync_folder, try_lock_file, write_atomically,
+};
 
 pub use archive::{Format, Layout};
 
@@ -32,6 +34,9 @@ pub struct Source {
     /// The archive's size and MD5 (lower-case hex), where they are known.
     pub size: Option<u64>,
     pub md5: Option<&'static str>,
+    /// The most bytes fetched where `size` is not known: a server that sends more is
+    /// stopped there, and the part removed.
+    pub max_size: u64,
     pub format: Format,
     pub layout: Layout,
 }
@@ -44,6 +49,7 @@ pub const SOURCES: [Source; 2] = [
         url: "https://www.robots.ox.ac.uk/~vgg/data/pets/data/images.tar.gz",
         size: Some(791_918_971),
         md5: Some("5c4f3ee8e5d25df40f4fd59a7f44e54c"),
+        max_size: 791_918_971,
         format: Format::TarGz,
         layout: Layout::BreedCase,
     },
@@ -54,6 +60,8 @@ pub const SOURCES: [Source; 2] = [
               3E1C3F21-ECDB-4869-8368-6DEBA77B919F/kagglecatsanddogs_5340.zip",
         size: None,
         md5: None,
+        // Its size is published nowhere catdog can check: about 800 MB when fetched in 2026-12.
+        max_size: 4 << 30,
         format: Format::Zip,
         layout: Layout::ClassFolders,
     },
@@ -147,6 +155,14 @@ pub fn download(
     progress: &mut dyn DownloadProgress,
 ) -> Result<Summary> {
     let to = &request.to;
+    // The summary records the folder as text: a name that is not text is refused before any
+    // work, not after the unpacking.
+    ensure!(
+        to.to_str().is_some(),
+        "--to {}: the folder's name is not valid UTF-8 text, which catdog records it as; \
+         choose a name of letters, digits and punctuation",
+        to.display()
+    );
     if let Some(summary) = finished_before(source, to)? {
         return Ok(summary);
     }
@@ -158,6 +174,23 @@ pub fn download(
         .with_context(|| format!("--to {} names no folder", to.display()))?
         .to_string_lossy()
         .into_owned();
+    // One download into a folder at a time: a second one would take the first's unpacking
+    // folder for a leftover and remove it under it.
+    let lock_path = parent.join(format!(".{folder_name}.catdog-lock"));
+    let _lock = DownloadLock {
+        _file: try_lock_file(&lock_path)?.with_context(|| {
+            format!(
+                "another `catdog download` is writing {} (it holds {}): wait for it to finish",
+                to.display(),
+                lock_path.display()
+            )
+        })?,
+        path: lock_path.clone(),
+    };
+    // Another download may have finished it while this one waited for the lock.
+    if let Some(summary) = finished_before(source, to)? {
+        return Ok(summary);
+    }
 
     let (archive_path, fetched_bytes) = match &request.archive {
         Some(path) => {
@@ -169,14 +202,17 @@ pub fn download(
             let url = source.url_at(request.mirror.as_deref());
             // Room for the rest of the archive and for the photos unpacked from it.
             let room = |total: u64, have: u64| {
-                check_room(
-                    &parent,
-                    total.saturating_sub(have) + total,
-                    "the download and its photos",
-                )
+                let needed = total
+                    .saturating_sub(have)
+                    .checked_add(total)
+                    .with_context(|| {
+                        format!("{url} announces {total} bytes, more than any disk holds")
+                    })?;
+                check_room(&parent, needed, "the download and its photos")
             };
-            let fetched = http::fetch(&url, &part, source.size, &room, progress)
-                .map_err(|err| anyhow::anyhow!("{err:#}\n{}", source.by_hand(&url, to)))?;
+            let fetched =
+                http::fetch(&url, &part, source.size, source.max_size, &room, progress)
+                    .map_err(|err| anyhow::anyhow!("{err:#}\n{}", source.by_hand(&url, to)))?;
             (part, fetched)
         }
     };
@@ -188,7 +224,7 @@ pub fn download(
     let plan = match checked {
         Ok(plan) => plan,
         Err(err) if downloaded => {
-            let _ = fs::remove_file(&archive_path);
+            http::remove_part(&archive_path)?;
             return Err(err.context(format!(
                 "removed {}: run the same command again to download it afresh",
                 archive_path.display()
@@ -221,12 +257,40 @@ pub fn download(
         move_into_place(&unpacking, to)?;
         Ok(summary)
     });
-    if summary.is_err() {
-        let _ = fs::remove_dir_all(&unpacking);
-    } else if downloaded {
-        let _ = fs::remove_file(&archive_path);
+    match summary {
+        Ok(summary) => {
+            if downloaded {
+                let _ = http::remove_part(&archive_path);
+            }
+            Ok(summary)
+        }
+        Err(err) => {
+            let _ = fs::remove_dir_all(&unpacking);
+            // An archive that cannot be read to its end (a bad CRC, a cut stream) is fetched
+            // afresh next time, not unpacked again and again; one that failed for want of disk
+            // space, say, is kept.
+            if downloaded && err.downcast_ref::<archive::Damaged>().is_some() {
+                http::remove_part(&archive_path)?;
+                return Err(err.context(format!(
+                    "removed {}: run the same command again to download it afresh",
+                    archive_path.display()
+                )));
+            }
+            Err(err)
+        }
     }
-    summary
+}
+
+/// The lock file of a download in progress, removed (while still locked) when it ends.
+struct DownloadLock {
+    _file: fs::File,
+    path: PathBuf,
+}
+
+impl Drop for DownloadLock {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.path);
+    }
 }
 
 /// The summary of an earlier download of `source` into `to`; an error if `to` holds
