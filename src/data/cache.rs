@@ -27,7 +27,8 @@ use super::decode::{Skipped, decode_photos};
 use super::images::{ImageSet, Pixels, image_bytes};
 use crate::device::cpu_info;
 use crate::fs::{
-    partial_file_in, remove_partial_files, sync_folder, user_cache_dir, write_atomically,
+    DESCRIPTION_LIMIT, partial_file_in, read_regular, regular_file_length, remove_partial_files,
+    sync_folder, user_cache_dir, write_atomically,
 };
 
 /// Bumped whenever decoding or the file layout changes, which invalidates old caches.
@@ -141,7 +142,10 @@ fn cache_folders(data: &Path) -> Vec<PathBuf> {
 
 /// The cache at `base` (`.json` + `.u8`), if it is whole and for exactly these photos.
 fn open(base: &Path, samples: &[Sample], fingerprint: &str, size: u32) -> Option<DecodedPhotos> {
-    let index: Index = serde_json::from_slice(&fs::read(base.with_extension("json")).ok()?).ok()?;
+    let index: Index = serde_json::from_slice(
+        &read_regular(&base.with_extension("json"), DESCRIPTION_LIMIT).ok()?,
+    )
+    .ok()?;
     let current = index.format_version == FORMAT_VERSION
         && index.image_size == size
         && index.fingerprint == fingerprint
@@ -154,6 +158,8 @@ fn open(base: &Path, samples: &[Sample], fingerprint: &str, size: u32) -> Option
     if !current {
         return None;
     }
+    // Only a regular file: opening a pipe put there would wait for ever.
+    regular_file_length(&base.with_extension("u8"), u64::MAX).ok()?;
     let file = File::open(base.with_extension("u8")).ok()?;
     let decoded = samples.len() - index.skipped.len();
     let pixels = read_pixels(file, decoded * image_bytes(size)).ok()??;

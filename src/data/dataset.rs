@@ -120,6 +120,25 @@ fn class_folders(root: &Path) -> Result<(ByClass, Vec<PathBuf>)> {
         .into_iter()
         .filter(|entry| !is_hidden(entry))
         .collect();
+    // A class folder that is a link to another one, or to the data folder itself, would give
+    // the same photos two labels: refused, naming both.
+    let mut real_folders: Vec<(PathBuf, &Path)> = fs::canonicalize(root)
+        .map(|real| vec![(real, root)])
+        .unwrap_or_default();
+    for entry in entries.iter().filter(|e| e.is_dir()) {
+        let Ok(real) = fs::canonicalize(entry) else {
+            continue;
+        };
+        if let Some((_, first)) = real_folders.iter().find(|(seen, _)| *seen == real) {
+            bail!(
+                "{} and {} are the same folder (one is a link to the other), so its photos \
+                 would be counted under two labels: remove the link",
+                first.display(),
+                entry.display()
+            );
+        }
+        real_folders.push((real, entry));
+    }
     // A link inside a class folder back to the data folder or to another class folder
     // would give that class's photos a second label: such folders are never entered.
     let mut visited: HashSet<PathBuf> = std::iter::once(root)
@@ -371,6 +390,31 @@ mod tests {
             err.contains("class 'dog' has only one photo") && err.contains("dog/1.jpg"),
             "{err}"
         );
+    }
+
+    /// `data/cat -> dog` would make every photo a cat and a dog at once.
+    #[cfg(unix)]
+    #[test]
+    fn a_class_folder_linking_to_another_class_is_refused_naming_both() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["dog/1.jpg", "dog/2.jpg"] {
+            touch(&dir.path().join(name));
+        }
+        std::os::unix::fs::symlink(dir.path().join("dog"), dir.path().join("cat")).unwrap();
+        let err = Dataset::scan(dir.path()).unwrap_err().to_string();
+        assert!(
+            err.contains(&format!(
+                "{} and {} are the same folder",
+                dir.path().join("cat").display(),
+                dir.path().join("dog").display()
+            )),
+            "{err}"
+        );
+        // A link to the data folder itself, likewise.
+        fs::remove_file(dir.path().join("cat")).unwrap();
+        std::os::unix::fs::symlink(dir.path(), dir.path().join("cat")).unwrap();
+        let err = Dataset::scan(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("are the same folder"), "{err}");
     }
 
     #[test]

@@ -11,12 +11,15 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Result, anyhow, bail};
 use fast_image_resize::images::Image as ResizeImage;
 use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer};
 use image::metadata::Orientation;
 use image::{DynamicImage, ImageDecoder, ImageReader, Limits, RgbImage};
 use rayon::prelude::*;
+
+use super::decode_budget::{self, MAX_PHOTO_BYTES};
+use crate::fs::{human_bytes, read_prefix, read_regular, regular_file_length};
 
 /// Largest width or height decoded: a bigger "photo" is more likely a decompression bomb.
 const MAX_SIDE: u32 = 16_384;
@@ -50,11 +53,29 @@ pub(crate) fn decode_photos<P: AsRef<Path> + Sync>(
 
 /// Decodes `path` (any supported format, whatever its extension says), turns it upright as
 /// its EXIF orientation asks, and squashes it to `size × size` RGB pixels.
+///
+/// Memory is reserved before it is used ([`decode_budget`]): the file, plus what its header
+/// says decoding it takes, at most [`MAX_PHOTO_BYTES`] a photo.
 pub fn decode_photo(path: &Path, size: u32) -> Result<Vec<u8>> {
     // A decoder bug on a malformed file must cost that file, not the run.
     std::panic::catch_unwind(|| {
-        let bytes =
-            std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let length = regular_file_length(path, MAX_PHOTO_BYTES)?;
+        let header = read_prefix(path, HEADER_BYTES)?;
+        let decoding = decoding_bytes(&header, size).unwrap_or(0);
+        let needed = length.saturating_add(decoding);
+        if needed > MAX_PHOTO_BYTES {
+            bail!(
+                "{} would take {} of memory to decode ({}), more than the {} catdog gives one \
+                 photo: a photo this large is more likely a decompression bomb; scale it down \
+                 to use it",
+                path.display(),
+                human_bytes(needed),
+                describe_header(&header).unwrap_or_else(|| "its header says so".into()),
+                human_bytes(MAX_PHOTO_BYTES)
+            );
+        }
+        let _held = decode_budget::shared().reserve(needed);
+        let bytes = read_regular(path, MAX_PHOTO_BYTES)?;
         if bytes.starts_with(&[0xFF, 0xD8]) && !jpeg_reaches_its_end(&bytes) {
             bail!(
                 "{} is cut short: its JPEG data stops before the end-of-image marker (an \
@@ -72,6 +93,71 @@ pub fn decode_photo(path: &Path, size: u32) -> Result<Vec<u8>> {
         Ok(resize_rgb(photo, size))
     })
     .unwrap_or_else(|_| bail!("the decoder failed on {}", path.display()))
+}
+
+/// Bytes read to learn a photo's size from its header: JPEG's frame header comes after its
+/// EXIF and other segments, which together stay well under this.
+const HEADER_BYTES: u64 = 256 << 10;
+
+/// The bytes decoding a photo whose file begins with `header` takes, by what its header
+/// declares (`None` where it cannot be read from the header): a JPEG that
+/// [`decode_jpeg_scaled`] takes needs its scaled pixels, and a progressive one its
+/// coefficients at full size (two bytes each); anything else the `image` crate's buffer
+/// at full size, plus the RGB copies made converting and turning it upright.
+fn decoding_bytes(header: &[u8], size: u32) -> Option<u64> {
+    let (width, height) = header_dimensions(header)?;
+    let (width, height) = (u64::from(width), u64::from(height));
+    let rgb_copies = width.saturating_mul(height).saturating_mul(6);
+    if let Some(info) = jpeg_info(header) {
+        let components = match info.pixel_format {
+            jpeg_decoder::PixelFormat::L8 => 1,
+            jpeg_decoder::PixelFormat::L16 => 2,
+            jpeg_decoder::PixelFormat::RGB24 => 3,
+            jpeg_decoder::PixelFormat::CMYK32 => 4,
+        };
+        let coefficients = match info.coding_process {
+            jpeg_decoder::CodingProcess::DctProgressive => {
+                width.saturating_mul(height).saturating_mul(components * 2)
+            }
+            _ => 0,
+        };
+        return Some(match scaled_side(&info, size) {
+            Some(side) => coefficients + 3 * u64::from(side) * u64::from(side) * 3,
+            None => coefficients
+                .saturating_add(width.saturating_mul(height).saturating_mul(components))
+                .saturating_add(rgb_copies),
+        });
+    }
+    let decoder = image_decoder(header, false).ok()?;
+    Some(decoder.total_bytes().saturating_add(rgb_copies))
+}
+
+/// "16384×16384 pixels, PNG": what a photo's header declares, for an error message.
+fn describe_header(header: &[u8]) -> Option<String> {
+    let (width, height) = header_dimensions(header)?;
+    let format = match jpeg_info(header) {
+        Some(_) => "JPEG".to_string(),
+        None => image::guess_format(header).map_or("?".into(), |f| format!("{f:?}").to_uppercase()),
+    };
+    Some(format!("{width}×{height} pixels, {format}"))
+}
+
+/// The width and height a photo's header declares.
+fn header_dimensions(header: &[u8]) -> Option<(u32, u32)> {
+    match jpeg_info(header) {
+        Some(info) => Some((info.width.into(), info.height.into())),
+        None => image_decoder(header, false).ok().map(|d| d.dimensions()),
+    }
+}
+
+/// A JPEG's frame header, read by `jpeg-decoder`.
+fn jpeg_info(bytes: &[u8]) -> Option<jpeg_decoder::ImageInfo> {
+    if !bytes.starts_with(&[0xFF, 0xD8]) {
+        return None;
+    }
+    let mut decoder = jpeg_decoder::Decoder::new(bytes);
+    decoder.read_info().ok()?;
+    decoder.info()
 }
 
 /// Whether a JPEG's segments run to its end-of-image marker. Decoders fill the missing part of
@@ -122,25 +208,12 @@ fn jpeg_reaches_its_end(bytes: &[u8]) -> bool {
 /// its shorter side at least `size`, turned upright; `None` for anything else (other formats,
 /// small or CMYK JPEGs, files `jpeg-decoder` rejects), which the `image` crate then decodes.
 fn decode_jpeg_scaled(bytes: &[u8], size: u32) -> Option<RgbImage> {
-    if !bytes.starts_with(&[0xFF, 0xD8]) {
-        return None;
-    }
+    let info = jpeg_info(bytes)?;
+    let side = scaled_side(&info, size)?;
+    let grey = info.pixel_format == jpeg_decoder::PixelFormat::L8;
     let mut decoder = jpeg_decoder::Decoder::new(bytes);
     decoder.read_info().ok()?;
-    let info = decoder.info()?;
-    let (width, height) = (info.width as u32, info.height as u32);
-    let fits = width.max(height) <= MAX_SIDE;
-    let grey = match info.pixel_format {
-        jpeg_decoder::PixelFormat::RGB24 => false,
-        jpeg_decoder::PixelFormat::L8 => true,
-        _ => return None,
-    };
-    if !fits || width.min(height) < size.saturating_mul(SMALLEST_DCT_SCALE_STEP) {
-        return None;
-    }
-    // Asking for a square of the shorter side keeps both sides at least `size`.
-    let shorter = (width.min(height) / SMALLEST_DCT_SCALE_STEP).max(size);
-    let (width, height) = decoder.scale(shorter as u16, shorter as u16).ok()?;
+    let (width, height) = decoder.scale(side as u16, side as u16).ok()?;
     let orientation = decoder
         .exif_data()
         .and_then(Orientation::from_exif_chunk)
@@ -153,6 +226,23 @@ fn decode_jpeg_scaled(bytes: &[u8], size: u32) -> Option<RgbImage> {
     let mut photo = DynamicImage::ImageRgb8(RgbImage::from_raw(width.into(), height.into(), rgb)?);
     photo.apply_orientation(orientation);
     Some(photo.into_rgb8())
+}
+
+/// The square side to ask `jpeg-decoder` to scale a JPEG to (the smallest DCT scale that
+/// keeps its shorter side at least `size`), or `None` where [`decode_jpeg_scaled`] leaves it
+/// to the `image` crate: other pixel formats, too large, or under 4× `size`.
+fn scaled_side(info: &jpeg_decoder::ImageInfo, size: u32) -> Option<u32> {
+    let (width, height) = (u32::from(info.width), u32::from(info.height));
+    let rgb_or_grey = matches!(
+        info.pixel_format,
+        jpeg_decoder::PixelFormat::RGB24 | jpeg_decoder::PixelFormat::L8
+    );
+    let fits = width.max(height) <= MAX_SIDE;
+    if !rgb_or_grey || !fits || width.min(height) < size.saturating_mul(SMALLEST_DCT_SCALE_STEP) {
+        return None;
+    }
+    // Asking for a square of the shorter side keeps both sides at least `size`.
+    Some((width.min(height) / SMALLEST_DCT_SCALE_STEP).max(size))
 }
 
 /// Any supported format, whatever the file is named, turned upright.
@@ -174,16 +264,33 @@ fn plain(err: &image::ImageError) -> String {
 }
 
 fn decode_upright(bytes: &[u8]) -> image::ImageResult<DynamicImage> {
-    let mut reader = ImageReader::new(std::io::Cursor::new(bytes)).with_guessed_format()?;
-    let mut limits = Limits::default();
-    limits.max_image_width = Some(MAX_SIDE);
-    limits.max_image_height = Some(MAX_SIDE);
-    reader.limits(limits);
-    let mut decoder = reader.into_decoder()?;
+    let mut decoder = image_decoder(bytes, true)?;
+    // `DynamicImage::from_decoder` allocates what the header declares without asking the
+    // limits, so the size is checked here first.
+    if decoder.total_bytes() > MAX_PHOTO_BYTES {
+        return Err(image::ImageError::Limits(
+            image::error::LimitError::from_kind(image::error::LimitErrorKind::InsufficientMemory),
+        ));
+    }
     let orientation = decoder.orientation()?;
     let mut photo = DynamicImage::from_decoder(decoder)?;
     photo.apply_orientation(orientation);
     Ok(photo)
+}
+
+/// The `image` crate's decoder for `bytes`, whatever their format: limited to [`MAX_SIDE`] a
+/// side and [`MAX_PHOTO_BYTES`] of allocations for decoding, unlimited for reading only the
+/// header (so that what it declares can be said).
+fn image_decoder(bytes: &[u8], limited: bool) -> image::ImageResult<impl ImageDecoder + '_> {
+    let mut reader = ImageReader::new(std::io::Cursor::new(bytes)).with_guessed_format()?;
+    let mut limits = Limits::no_limits();
+    if limited {
+        limits.max_image_width = Some(MAX_SIDE);
+        limits.max_image_height = Some(MAX_SIDE);
+        limits.max_alloc = Some(MAX_PHOTO_BYTES);
+    }
+    reader.limits(limits);
+    reader.into_decoder()
 }
 
 /// Squashes a picture of any shape to `size × size` RGB bytes (bilinear, antialiased).
@@ -246,6 +353,77 @@ mod tests {
         std::fs::write(&path, cut).unwrap();
         let err = format!("{:#}", decode_photo(&path, 32).unwrap_err());
         assert!(err.contains("cut.jpg is cut short"), "{err}");
+    }
+
+    /// A PNG chunk: length, type, data, CRC-32 of type and data.
+    fn chunk(kind: &[u8; 4], data: &[u8]) -> Vec<u8> {
+        let mut out = (data.len() as u32).to_be_bytes().to_vec();
+        out.extend_from_slice(kind);
+        out.extend_from_slice(data);
+        let crc = crc32fast::hash(&[kind.as_slice(), data].concat());
+        out.extend_from_slice(&crc.to_be_bytes());
+        out
+    }
+
+    /// Decompression bombs of a few hundred bytes each, declaring 16384² pixels: a 16-bit RGBA
+    /// PNG (2 GiB of pixels) and a progressive JPEG (1.5 GiB of coefficients). Each is refused
+    /// by what its header declares, naming the file and the limit, before any of it is
+    /// decoded.
+    #[test]
+    fn a_photo_declaring_a_huge_size_is_refused_before_it_is_decoded() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut ihdr = Vec::new();
+        ihdr.extend_from_slice(&16_384u32.to_be_bytes());
+        ihdr.extend_from_slice(&16_384u32.to_be_bytes());
+        ihdr.extend_from_slice(&[16, 6, 0, 0, 0]);
+        let mut zlib = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
+        std::io::Write::write_all(&mut zlib, &[0; 4096]).unwrap();
+        let png = [
+            b"\x89PNG\r\n\x1a\n".to_vec(),
+            chunk(b"IHDR", &ihdr),
+            chunk(b"IDAT", &zlib.finish().unwrap()),
+            chunk(b"IEND", &[]),
+        ]
+        .concat();
+        assert!(png.len() < 1_000);
+        let png_path = dir.path().join("bomb.png");
+        std::fs::write(&png_path, &png).unwrap();
+
+        // A small baseline JPEG made progressive (SOF0 → SOF2) at 16384², in its header only.
+        let mut jpeg = jpeg(&DynamicImage::ImageRgb8(RgbImage::new(16, 16)));
+        let sof = jpeg.windows(2).position(|w| w == [0xFF, 0xC0]).unwrap();
+        jpeg[sof + 1] = 0xC2;
+        jpeg[sof + 5..sof + 9].copy_from_slice(&[0x40, 0x00, 0x40, 0x00]);
+        let jpeg_path = dir.path().join("bomb.jpg");
+        std::fs::write(&jpeg_path, &jpeg).unwrap();
+
+        for (path, declared) in [
+            (&png_path, "16384×16384 pixels, PNG"),
+            (&jpeg_path, "16384×16384 pixels, JPEG"),
+        ] {
+            let err = format!("{:#}", decode_photo(path, 64).unwrap_err());
+            assert!(
+                err.contains(&path.display().to_string())
+                    && err.contains(declared)
+                    && err.contains("more than the 512.0 MiB catdog gives one photo"),
+                "{err}"
+            );
+        }
+    }
+
+    /// Reading a named pipe with a photo's name would wait for a writer for ever.
+    #[cfg(unix)]
+    #[test]
+    fn a_pipe_named_like_a_photo_is_refused_without_waiting() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("x.jpg");
+        let status = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let err = format!("{:#}", decode_photo(&fifo, 32).unwrap_err());
+        assert!(err.contains("x.jpg is not a regular file"), "{err}");
     }
 
     #[test]

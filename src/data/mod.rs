@@ -9,6 +9,7 @@ mod batch;
 mod cache;
 mod dataset;
 mod decode;
+mod decode_budget;
 mod fingerprint;
 mod images;
 mod prefetch;
