@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 use burn::tensor::Device;
 
 use super::{BATCH, log_probabilities, most_probable, probabilities};
@@ -93,6 +93,17 @@ impl Predictor {
             self.flip,
             Batch::Fixed(BATCH),
         )?;
+        if rows.iter().flatten().any(|p| p.is_nan()) {
+            bail!(
+                "{} answers NaN (not a number) instead of probabilities: its weights hold NaN \
+                 or infinite values, so no answer of it can be trusted. Train it again, or use \
+                 --model builtin",
+                match &self.choice {
+                    ModelChoice::Builtin => "the built-in model".to_string(),
+                    ModelChoice::Folder(dir) => format!("the model in {}", dir.display()),
+                }
+            );
+        }
         Ok(probabilities(rows))
     }
 

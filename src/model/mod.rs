@@ -52,6 +52,11 @@ impl ModelChoice {
     }
 }
 
+/// The picture sizes catdog trains and predicts at, as `--image-size` takes them (16 px is the
+/// smallest the network's four 2×2 poolings leave a pixel of): a model or checkpoint that
+/// names another is refused before anything is allocated for it.
+pub const IMAGE_SIZES: std::ops::RangeInclusive<u32> = 16..=1024;
+
 /// Name and version written beside the weights, checked when a model is loaded.
 pub const ARCHITECTURE: &str = "small-cnn";
 pub const ARCHITECTURE_VERSION: u32 = 1;

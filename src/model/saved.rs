@@ -15,10 +15,10 @@ use burn::store::{FloatCastAdapter, ModuleSnapshot, SafetensorsStore};
 use burn::tensor::{DType, Device};
 use serde::{Deserialize, Serialize};
 
-use super::{ARCHITECTURE, SmallCnn, check_description};
+use super::{ARCHITECTURE, IMAGE_SIZES, SmallCnn, check_description};
 use crate::data::Normalization;
 use crate::device::BackendKind;
-use crate::fs::{Checksum, read_checked, write_atomically};
+use crate::fs::{Checksum, is_plain_name, read_checked, read_description, write_atomically};
 
 /// The weights file of a model saved before catdog named them by their checksum.
 const LEGACY_WEIGHTS_FILE: &str = "model.safetensors";
@@ -102,15 +102,18 @@ pub fn save(dir: &Path, model: &SmallCnn, info: &ModelInfo) -> Result<()> {
     };
     let mut json = serde_json::to_vec_pretty(&info)?;
     json.push(b'\n');
+    // The weights the description there names now: catdog's, which the new ones replace.
+    // Any other file in the folder is someone else's and stays.
+    let previous = read_description(&dir.join(INFO_FILE))
+        .ok()
+        .and_then(|text| parse_info(&text, &dir.join(INFO_FILE)).ok())
+        .map(|old| old.weights_file);
     write_atomically(&dir.join(&info.weights_file), &weights)?;
     write_atomically(&dir.join(INFO_FILE), &json)?;
-    // Weights no description names any more: the previous model's, or a crashed save's.
-    for entry in fs::read_dir(dir)?.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if name.starts_with("model") && name.ends_with(".safetensors") && name != info.weights_file
-        {
-            let _ = fs::remove_file(entry.path());
-        }
+    if let Some(previous) = previous
+        && previous != info.weights_file
+    {
+        let _ = fs::remove_file(dir.join(previous));
     }
     Ok(())
 }
@@ -131,8 +134,7 @@ pub(crate) fn load(dir: &Path, device: &Device) -> Result<(SmallCnn, ModelInfo)>
             dir.display()
         );
     }
-    let text = fs::read_to_string(&info_path)
-        .with_context(|| format!("cannot read {}", info_path.display()))?;
+    let text = read_description(&info_path)?;
     let info = parse_info(&text, &info_path)?;
     let weights_path = dir.join(&info.weights_file);
     let weights = read_checked(&weights_path, expected_checksum(&info), &info_path)?;
@@ -219,19 +221,20 @@ fn parse_info(text: &str, path: &Path) -> Result<ModelInfo> {
         (info.format_version, FORMAT_VERSION),
         (&info.architecture, info.architecture_version),
     )?;
-    let plain_name = Path::new(&info.weights_file).file_name() == Some(info.weights_file.as_ref());
     ensure!(
-        plain_name && info.weights_file.ends_with(".safetensors"),
+        is_plain_name(&info.weights_file) && info.weights_file.ends_with(".safetensors"),
         "{} names {:?} as its weights: not a .safetensors file beside it",
         path.display(),
         info.weights_file
     );
     ensure!(
-        info.classes.len() >= 2 && info.image_size >= 16,
-        "{} names {} classes at {} px: a model needs two classes or more, at 16 px or more",
+        info.classes.len() >= 2 && IMAGE_SIZES.contains(&info.image_size),
+        "{} names {} classes at {} px: a model needs two classes or more, at {} to {} px",
         path.display(),
         info.classes.len(),
-        info.image_size
+        info.image_size,
+        IMAGE_SIZES.start(),
+        IMAGE_SIZES.end()
     );
     Ok(info)
 }
@@ -307,5 +310,55 @@ mod tests {
         fs::write(dir.join(INFO_FILE), json.to_string()).unwrap();
         let err = format!("{:#}", load(dir, &device).unwrap_err());
         assert!(err.contains("not a .safetensors file beside it"), "{err}");
+
+        // Nor make it allocate pictures of 100,000² pixels (30 GB a photo).
+        json["weights_file"] = LEGACY_WEIGHTS_FILE.into();
+        json["image_size"] = 100_000.into();
+        fs::write(dir.join(INFO_FILE), json.to_string()).unwrap();
+        let err = format!("{:#}", load(dir, &device).unwrap_err());
+        assert!(
+            err.contains("at 100000 px") && err.contains("at 16 to 1024 px"),
+            "{err}"
+        );
+    }
+
+    /// Saving into a folder shared with other files removes only the weights catdog.json
+    /// named, and writes files others can read as they read any new file there.
+    #[test]
+    fn a_save_removes_only_the_weights_it_replaces_and_gives_normal_permissions() {
+        let dir = tempfile::tempdir().unwrap();
+        let dir = dir.path();
+        let device = Device::flex();
+        let others = [
+            "model-resnet50.safetensors",
+            "model.safetensors",
+            "notes.txt",
+        ];
+        for other in others {
+            fs::write(dir.join(other), other).unwrap();
+        }
+        save(dir, &SmallCnn::new(2, 0.0, &device), &info()).unwrap();
+        let (_, first) = load(dir, &device).unwrap();
+        save(dir, &SmallCnn::new(2, 0.0, &device), &info()).unwrap();
+        let (_, second) = load(dir, &device).unwrap();
+        assert!(
+            !dir.join(&first.weights_file).exists(),
+            "the replaced weights go"
+        );
+        for other in others {
+            assert_eq!(fs::read_to_string(dir.join(other)).unwrap(), other);
+        }
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = |name: &str| fs::metadata(dir.join(name)).unwrap().permissions().mode();
+            for written in [second.weights_file.as_str(), INFO_FILE] {
+                assert_eq!(
+                    mode(written) & 0o777,
+                    mode("notes.txt") & 0o777,
+                    "{written}"
+                );
+            }
+        }
     }
 }

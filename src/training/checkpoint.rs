@@ -10,13 +10,15 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, ensure};
 use serde::{Deserialize, Serialize};
 
 use super::history::{BestEpoch, EpochStats};
 use super::settings::RunSettings;
-use crate::fs::{Checksum, read_checked, write_atomically};
-use crate::model::{ARCHITECTURE, ARCHITECTURE_VERSION, check_description};
+use crate::fs::{
+    Checksum, is_plain_name, read_checked, read_description, read_regular, write_atomically,
+};
+use crate::model::{ARCHITECTURE, ARCHITECTURE_VERSION, IMAGE_SIZES, check_description};
 
 const CHECKPOINT_DIR: &str = "checkpoint";
 const STATE_FILE: &str = "state.json";
@@ -122,7 +124,8 @@ pub fn save(
         // be another run's (an --out folder used again) or a half-finished one's: only the
         // same bytes are kept.
         let path = dir.join(&file.file);
-        if fs::read(&path).ok().as_deref() != Some(&best.model[..]) {
+        let same = read_regular(&path, best.model.len() as u64).ok();
+        if same.as_deref() != Some(&best.model[..]) {
             write_atomically(&path, &best.model)?;
         }
     }
@@ -149,8 +152,7 @@ pub fn read_state(out: &Path) -> Result<Option<CheckpointState>> {
     if !path.exists() {
         return Ok(None);
     }
-    let text =
-        fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    let text = read_description(&path)?;
     let state: CheckpointState = serde_json::from_str(&text)
         .with_context(|| format!("{} is not a catdog checkpoint", path.display()))?;
     check_description(
@@ -159,6 +161,28 @@ pub fn read_state(out: &Path) -> Result<Option<CheckpointState>> {
         (state.format_version, FORMAT_VERSION),
         (&state.architecture, state.architecture_version),
     )?;
+    let files = [&state.model_file, &state.optimizer_file]
+        .into_iter()
+        .chain(state.best.as_ref().map(|best| &best.file));
+    for name in files {
+        ensure!(
+            is_plain_name(name),
+            "{} names {name:?} as one of its files: not a plain file name beside it, so it is \
+             not a checkpoint catdog wrote; delete {} to start again",
+            path.display(),
+            dir(out).display()
+        );
+    }
+    ensure!(
+        IMAGE_SIZES.contains(&state.run.image_size),
+        "{} names an image size of {} px; catdog trains at {} to {} px, so it is not a \
+         checkpoint catdog wrote; delete {} to start again",
+        path.display(),
+        state.run.image_size,
+        IMAGE_SIZES.start(),
+        IMAGE_SIZES.end(),
+        dir(out).display()
+    );
     Ok(Some(state))
 }
 
@@ -269,5 +293,48 @@ mod tests {
             format!("{damaged:#}").contains("best-e3.bpk"),
             "{damaged:#}"
         );
+    }
+
+    /// `state.json` can only name files beside it, at image sizes catdog trains at: not
+    /// `/dev/zero`, not `../../x`, not 100,000 px.
+    #[test]
+    fn a_state_naming_files_elsewhere_or_a_huge_image_size_is_refused() {
+        let out = tempfile::tempdir().unwrap();
+        let out = out.path();
+        save(out, &run(), &position(1), &[], b"m", b"o", None).unwrap();
+        let path = dir(out).join(STATE_FILE);
+        let state: serde_json::Value =
+            serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+        for (field, value) in [
+            ("model_file", serde_json::json!("/dev/zero")),
+            ("optimizer_file", serde_json::json!("../../x")),
+        ] {
+            let mut bad = state.clone();
+            bad[field] = value.clone();
+            fs::write(&path, bad.to_string()).unwrap();
+            let err = format!("{:#}", read_state(out).unwrap_err());
+            assert!(
+                err.contains(&format!("names {value} as one of its files")),
+                "{err}"
+            );
+        }
+        let mut bad = state.clone();
+        bad["run"]["image_size"] = 100_000.into();
+        fs::write(&path, bad.to_string()).unwrap();
+        let err = format!("{:#}", read_state(out).unwrap_err());
+        assert!(err.contains("an image size of 100000 px"), "{err}");
+
+        // A state that is a pipe is refused, not waited on.
+        #[cfg(unix)]
+        {
+            fs::remove_file(&path).unwrap();
+            let status = std::process::Command::new("mkfifo")
+                .arg(&path)
+                .status()
+                .unwrap();
+            assert!(status.success());
+            let err = format!("{:#}", read_state(out).unwrap_err());
+            assert!(err.contains("is not a regular file"), "{err}");
+        }
     }
 }

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::schedule::Schedule;
 use crate::data::check_val_split;
 use crate::device::Precision;
+use crate::model::IMAGE_SIZES;
 
 /// What `catdog train` is asked to do.
 #[derive(Clone, Debug)]
@@ -28,6 +29,12 @@ pub struct TrainOptions {
     pub resume: bool,
 }
 
+/// Where `catdog train` saves a model of photos without `--out`; `predict` and `eval` use
+/// the model there without `--model`.
+pub const PHOTOS_OUT: &str = "models/catdog";
+/// Where the speed demo (generated pictures) saves its model without `--out`.
+pub const DEMO_OUT: &str = "models/demo";
+
 impl Default for TrainOptions {
     fn default() -> Self {
         TrainOptions {
@@ -37,7 +44,7 @@ impl Default for TrainOptions {
             val_split: 0.1,
             settings: FitSettings::default(),
             precision: Precision::F32,
-            out: PathBuf::from("models/catdog"),
+            out: PathBuf::from(PHOTOS_OUT),
             resume: false,
         }
     }
@@ -61,9 +68,23 @@ impl TrainOptions {
     /// Refuses values no run can use, naming the flag that sets them.
     pub fn check(&self) -> Result<()> {
         check_val_split(self.val_split)?;
-        if self.image_size < MIN_IMAGE_SIZE {
+        // The checkpoint and the model record the folder as text: a name that is not text
+        // is refused now, not after an epoch, when the first checkpoint is written.
+        if let Some(data) = &self.data
+            && data.to_str().is_none()
+        {
             bail!(
-                "--image-size must be at least {MIN_IMAGE_SIZE} px, not {}",
+                "--data {}: the folder's name is not valid UTF-8 text, which catdog records in \
+                 the model and its checkpoint; rename the folder, or give a link to it with a \
+                 plain name",
+                data.display()
+            );
+        }
+        if !IMAGE_SIZES.contains(&self.image_size) {
+            bail!(
+                "--image-size must be {} to {} px, not {}",
+                IMAGE_SIZES.start(),
+                IMAGE_SIZES.end(),
                 self.image_size
             );
         }
@@ -76,9 +97,6 @@ impl TrainOptions {
         self.settings.check()
     }
 }
-
-/// The smallest picture the network's four 2×2 poolings leave a pixel of.
-pub const MIN_IMAGE_SIZE: u32 = 16;
 
 /// The training loop's own settings.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -187,5 +205,35 @@ impl RunSettings {
             classes: classes.to_vec(),
             data_fingerprint: fingerprint.to_string(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Refused by `check`, which runs before any photo is decoded or epoch trained.
+    #[cfg(unix)]
+    #[test]
+    fn a_data_folder_whose_name_is_not_text_is_refused_before_any_work() {
+        use std::os::unix::ffi::OsStrExt;
+        let options = TrainOptions {
+            data: Some(PathBuf::from(std::ffi::OsStr::from_bytes(b"data-\xff"))),
+            ..TrainOptions::default()
+        };
+        let err = options.check().unwrap_err().to_string();
+        assert!(err.contains("is not valid UTF-8"), "{err}");
+        assert!(TrainOptions::default().check().is_ok());
+    }
+
+    #[test]
+    fn image_sizes_past_the_largest_are_refused() {
+        let options = |image_size| TrainOptions {
+            image_size,
+            ..TrainOptions::default()
+        };
+        assert!(options(1024).check().is_ok());
+        let err = options(100_000).check().unwrap_err().to_string();
+        assert!(err.contains("16 to 1024 px, not 100000"), "{err}");
     }
 }
