@@ -405,6 +405,30 @@ fn assert_flex_matches_ndarray(
     }
 }
 
+/// A kernel larger than the padded input is a shape error: flex panics saying so (as burn's
+/// shape checks do), where its output size used to wrap to 2⁶⁴ − 1 and come back as a
+/// tensor claiming that shape.
+#[test]
+fn flex_refuses_a_kernel_larger_than_the_padded_input() {
+    use burn::tensor::module::conv2d;
+    use burn::tensor::ops::ConvOptions;
+    let device = Device::flex();
+    let x = Tensor::<4>::ones([1, 1, 1, 1], &device);
+    let w = Tensor::<4>::ones([1, 1, 3, 3], &device);
+    let options = ConvOptions::new([1, 1], [0, 0], [1, 1], 1);
+    let result = std::panic::catch_unwind(|| conv2d(x, w, None, options).dims());
+    let panic = result.expect_err("no tensor of 2⁶⁴ − 1 rows");
+    let message = panic
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default();
+    assert!(
+        message.contains("the kernel reaches 3 along axis 2, more than the padded input's 1"),
+        "{message}"
+    );
+}
+
 /// The model's 3×3 layers, and strides, uneven padding, dilation and groups; more images
 /// than threads (each thread's patch buffer then serves several) and no bias.
 #[test]

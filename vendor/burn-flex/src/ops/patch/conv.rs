@@ -66,12 +66,21 @@ impl Geometry {
         }
     }
 
-    /// The output's spatial size for a forward convolution.
+    /// The output's spatial size for a forward convolution. A kernel that reaches further
+    /// than the padded input is a caller's error, and panics as burn's shape checks do,
+    /// instead of wrapping to a size of 2⁶⁴ − 1.
     fn output_size(x: &Shape, weight: &Shape, options: &ConvOptions<2>) -> [usize; 2] {
         core::array::from_fn(|axis| {
             let (begin, end) = options.padding[axis];
             let reach = options.dilation[axis] * (weight[2 + axis] - 1) + 1;
-            (x[2 + axis] + begin + end - reach) / options.stride[axis] + 1
+            let padded = x[2 + axis] + begin + end;
+            assert!(
+                padded >= reach,
+                "conv2d: the kernel reaches {reach} along axis {}, more than the padded \
+                 input's {padded}",
+                2 + axis
+            );
+            (padded - reach) / options.stride[axis] + 1
         })
     }
 
