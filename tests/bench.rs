@@ -99,6 +99,15 @@ fn devices_lists_the_cpu_and_says_what_auto_picks() {
         );
     }
     assert!(text.contains("--backend auto"), "{text}");
+    // The first line answers "does this computer have a GPU?".
+    let first = text.lines().next().unwrap();
+    match any_hardware {
+        true => assert!(first.starts_with("GPU: yes, "), "{text}"),
+        false => assert!(
+            first.starts_with("No GPU found: catdog will use the CPU."),
+            "{text}"
+        ),
+    }
 }
 
 #[test]
@@ -239,8 +248,11 @@ fn bench_measures_each_batch_size_and_marks_the_best() {
     let text = succeed(&args);
     assert!(text.contains("batches 2, 4"), "{text}");
     assert!(text.contains("kept on the device"), "{text}");
-    assert!(text.contains("This machine at batch 2:"), "{text}");
-    assert!(text.contains("Each at its best batch size:"), "{text}");
+    assert!(
+        text.contains("SmallCnn at 16 px, batch 2"),
+        "the answer is for the first batch size: {text}"
+    );
+    assert!(text.contains("Each at its best batch size: CPU "), "{text}");
 }
 
 #[test]
@@ -249,13 +261,25 @@ fn bench_chart_as_png_and_its_text_report() {
     let png = dir.path().join("bench.png");
     let text = bench("flex", 1, &["--chart", png.to_str().unwrap()]);
     assert!(text.contains("flex"), "{text}");
+    // The answer comes first: this CPU's photos/s, the GPU's (none here, or lavapipe's), the
+    // article's, and one job's waiting time at each, before the table's details.
+    assert!(text.starts_with("The answer: "), "{text}");
+    let flex = report_rate(&text, "this CPU");
+    assert!(flex > 0.0, "{text}");
+    assert!(text.contains("this GPU"), "{text}");
     assert!(
-        text.contains("10 epochs over the 25,000 photos of the Kaggle set take: flex "),
-        // (16 px and batch 4 here.)
-        "the speed as a waiting time:\n{text}"
+        text.contains("the article CPU ≈ 10") && text.contains("GPU ≈ 1,000 photos/s"),
+        "{text}"
     );
     assert!(
-        text.contains("The article: CPU ≈ 10, GPU ≈ 1,000 photos/s"),
+        text.contains("One job, 10 epochs over the 25,000 photos of the Kaggle set, takes ")
+            && text.contains(
+                " on this CPU; at the article's rates, 6 h 56 min on its CPU and 4 min on its GPU."
+            ),
+        "the same job at every rate:\n{text}"
+    );
+    assert!(
+        text.find("The answer").unwrap() < text.find("The details").unwrap(),
         "{text}"
     );
     assert!(
@@ -354,4 +378,20 @@ fn gpu_kernels_are_tuned_once_and_kept_in_catdogs_cache() {
         second.contains("tuned by an earlier run are read from"),
         "{second}"
     );
+}
+
+/// The photos/s on the verdict's line that starts with `label`: "  this CPU    716 photos/s …".
+fn report_rate(text: &str, label: &str) -> f64 {
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with(label))
+        .unwrap_or_else(|| panic!("no line {label:?} in:\n{text}"));
+    let figure = line.trim_start()[label.len()..]
+        .split_whitespace()
+        .next()
+        .unwrap();
+    figure
+        .replace(',', "")
+        .parse()
+        .unwrap_or_else(|_| panic!("{line}"))
 }

@@ -145,23 +145,38 @@ fn synth_then_train_then_predict_with_json() {
     );
     assert_eq!(fields[1], if cat > dog { "cat" } else { "dog" });
     assert_eq!(fields[2], format!("{:.2}", cat.max(dog)), "{text}");
+
+    // Weights that are not numbers give no answer, only an error naming the model.
+    let weights_path = common::weights_file(&model);
+    let mut weights = fs::read(&weights_path).unwrap();
+    let header = 8 + u64::from_le_bytes(weights[..8].try_into().unwrap()) as usize;
+    for value in weights[header..].chunks_exact_mut(4) {
+        value.copy_from_slice(&f32::NAN.to_le_bytes());
+    }
+    fs::write(&weights_path, &weights).unwrap();
+    let info_path = model.join("catdog.json");
+    let mut info: Value = serde_json::from_slice(&fs::read(&info_path).unwrap()).unwrap();
+    info["weights_crc32"] = crc32fast::hash(&weights).into();
+    fs::write(&info_path, info.to_string()).unwrap();
+    let output = predict(&[path(&photo)]);
+    assert_fails_with(&output, "answers NaN (not a number)");
+    assert!(
+        stderr(&output).contains(path(&model)),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(stdout(&output), "", "no label for a NaN");
 }
 
 #[test]
 fn train_without_data_uses_the_generated_pictures() {
     let dir = tempfile::tempdir().unwrap();
-    let model = dir.path().join("models/catdog");
-    let output = catdog(&[
-        "train",
-        "--backend",
-        "flex",
-        "--epochs",
-        "1",
-        "--image-size",
-        "16",
-        "--out",
-        path(&model),
-    ]);
+    // The speed demo as the README runs it, with no --out (and short flags).
+    let output = command()
+        .args(["train", "-b", "flex", "-e", "1", "--image-size", "16"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
     assert_success(&output);
     assert!(
         stderr(&output).contains("No --data given"),
@@ -174,23 +189,30 @@ fn train_without_data_uses_the_generated_pictures() {
         "{summary}"
     );
     assert!(
-        summary.contains("10 epochs over the 25,000 photos of the Kaggle set would take"),
-        "the speed as a waiting time:\n{summary}"
+        summary.contains("10 epochs over the 25,000 photos of the Kaggle set would take")
+            && summary.contains("at the article's rates, 6 h 56 min on a CPU and 4 min on a GPU"),
+        "the speed as a waiting time, beside the article's rates for the same job:\n{summary}"
     );
     assert!(
         summary.contains("catdog download oxford-pets")
             && summary.contains("catdog predict --model builtin"),
         "the demo's last lines point at real photos:\n{summary}"
     );
-    assert!(model.join("catdog.json").is_file());
+    // The demo's model goes to models/demo, not to models/catdog, which predict would use.
+    let demo = dir.path().join("models/demo");
+    assert!(demo.join("catdog.json").is_file());
+    assert!(!dir.path().join("models/catdog").exists());
+    assert!(
+        summary.contains("Model saved in models/demo")
+            && summary.contains("`catdog predict PHOTO` still answers with the built-in model"),
+        "{summary}"
+    );
 
     assert_fails_with(
-        &catdog(&["train", "--data", path(&model), "--generated", "100"]),
+        &catdog(&["train", "--data", path(&demo), "--generated", "100"]),
         "cannot be used with",
     );
 
-    // Without --model, predict uses the model in ./models/catdog, names it, and says once
-    // that it learned drawings.
     let photos = dir.path().join("drawn");
     synth(&photos, 2, 16);
     let (cats, dogs) = (photos.join("cat"), photos.join("dog"));
@@ -202,27 +224,9 @@ fn train_without_data_uses_the_generated_pictures() {
         assert_success(&output);
         output
     };
-    let output = predict_in(dir.path(), &[]);
-    let err = stderr(&output);
-    assert!(
-        err.starts_with("model: models/catdog (trained on generated pictures"),
-        "{err}"
-    );
-    assert_eq!(
-        err.matches("learned from generated drawings").count(),
-        1,
-        "{err}"
-    );
-    assert!(err.contains("--model builtin"), "{err}");
-    assert_eq!(stdout(&output).lines().count(), 2);
-    assert!(
-        err.contains("predicted 2 photos in") && err.contains("photos/s"),
-        "{err}"
-    );
-
-    // Where no model was trained, the built-in one answers, and says so.
-    let elsewhere = tempfile::tempdir().unwrap();
-    let output = predict_in(elsewhere.path(), &["--json"]);
+    // After the speed demo, predict without --model still answers with a model that knows
+    // photos, and says which.
+    let output = predict_in(dir.path(), &["--json"]);
     let err = stderr(&output);
     assert!(
         err.starts_with("model: built-in, trained on 17,998 Kaggle photos"),
@@ -233,9 +237,64 @@ fn train_without_data_uses_the_generated_pictures() {
         let json: Value = serde_json::from_str(line).unwrap();
         assert_eq!(json["model"], "builtin", "{line}");
     }
-    // `--model builtin` names it wherever a trained model is.
+    assert!(
+        err.contains("predicted 2 photos in") && err.contains("photos/s"),
+        "{err}"
+    );
+
+    // Asked for by name, the demo's model answers, names itself and says once that it
+    // learned drawings.
+    let output = predict_in(dir.path(), &["-m", "models/demo"]);
+    let err = stderr(&output);
+    assert!(
+        err.starts_with("model: models/demo (trained on generated pictures"),
+        "{err}"
+    );
+    assert_eq!(
+        err.matches("learned from generated drawings").count(),
+        1,
+        "{err}"
+    );
+    assert!(err.contains("--model builtin"), "{err}");
+    assert_eq!(stdout(&output).lines().count(), 2);
+
+    // A model of photos in models/catdog is the default one; `--model builtin` names the
+    // built-in one wherever a trained model is.
+    copy_folder(&demo, &dir.path().join("models/catdog"));
+    let output = predict_in(dir.path(), &[]);
+    assert!(stderr(&output).starts_with("model: models/catdog"));
     let output = predict_in(dir.path(), &["--model", "builtin"]);
     assert!(stderr(&output).starts_with("model: built-in"));
+
+    // `--resume` without --out finds the run where it is: here there is none to continue.
+    let output = command()
+        .args(["train", "--resume"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_fails_with(&output, "no checkpoint to resume in models/catdog");
+}
+
+/// Copies the files of the folder `from` into a new folder `to`.
+fn copy_folder(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for entry in fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_file() {
+            fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+        }
+    }
+}
+
+#[test]
+fn catdog_alone_shows_the_help() {
+    let output = catdog(&[]);
+    let text = format!("{}{}", stdout(&output), stderr(&output));
+    assert!(
+        text.contains("Usage: catdog") && text.contains("Commands:") && text.contains("Examples:"),
+        "{text}"
+    );
+    assert!(!text.contains("error:"), "{text}");
 }
 
 /// The model compiled into catdog knows real photos: the 2,002 Kaggle originals it never

@@ -20,7 +20,7 @@ use crate::output::{self, TerminalBenchProgress};
     catdog bench --data ~/Pictures/pets --json > bench.json")]
 pub struct BenchArgs {
     /// Backends to measure, comma-separated [default: wgpu if there is a GPU, flex, ndarray]
-    #[arg(long, value_enum, value_delimiter = ',', value_name = "LIST")]
+    #[arg(short, long, value_enum, value_delimiter = ',', value_name = "LIST")]
     pub backends: Vec<BackendChoice>,
     /// Side of the pictures in pixels.
     #[arg(long, value_name = "PX", default_value_t = defaults().image_size,
@@ -40,7 +40,7 @@ pub struct BenchArgs {
     #[arg(long, value_enum, default_value_t = Precision::F32)]
     pub precision: Precision,
     /// Also time decoding these photos, and training on them straight from disk.
-    #[arg(long, value_name = "DIR")]
+    #[arg(short, long, value_name = "DIR")]
     pub data: Option<PathBuf>,
     /// Minimum length of each timed window.
     #[arg(long, value_name = "S", default_value_t = defaults().seconds)]

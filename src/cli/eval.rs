@@ -17,18 +17,18 @@ use crate::training::TrainOptions;
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
-    catdog eval --data ../shared/data/dogs-vs-cats-2k   # your model, or the built-in one\n  \
+    catdog eval --data data/oxford-pets   # your model, or the built-in one\n  \
     catdog eval --model models/big --data photos/test --worst 20 --json\n  \
     catdog eval --data photos/test --mistakes mistakes.png\n  \
     catdog eval --data photos --held-out --flip   # the photos `train --data photos` held out")]
 pub struct EvalArgs {
     /// Labelled photos: one sub-folder per class, or Kaggle's `cat.123.jpg` names.
-    #[arg(long, value_name = "DIR")]
+    #[arg(short, long, value_name = "DIR")]
     pub data: PathBuf,
-    #[arg(long, value_name = "DIR|builtin", help = super::MODEL_HELP)]
+    #[arg(short, long, value_name = "DIR|builtin", help = super::MODEL_HELP)]
     pub model: Option<PathBuf>,
     /// Where to compute.
-    #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
+    #[arg(short, long, value_enum, default_value_t = BackendChoice::Auto)]
     pub backend: BackendChoice,
     /// The float type the GPU computes in.
     #[arg(long, value_enum, default_value_t = Precision::F32)]

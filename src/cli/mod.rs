@@ -26,16 +26,18 @@ use crate::training::TrainOptions;
 #[command(
     name = "catdog",
     version,
+    arg_required_else_help = true,
     about = "Train a small network to tell cats from dogs, on the GPU or the CPU, \
              and see how many photos per second each one processes.",
     after_help = "Examples:\n  \
-        catdog train                          # generated pictures, best backend here\n  \
-        catdog train --backend cpu            # the same on the CPU, to compare photos/s\n  \
-        catdog train --data ~/Pictures/pets   # your photos: pets/cat/*.jpg, pets/dog/*.jpg\n  \
-        catdog predict photo.jpg              # your model, or the built-in one\n  \
+        catdog predict photo.jpg              # cat or dog, and how sure (the built-in model)\n  \
+        catdog devices                        # does this computer have a GPU?\n  \
+        catdog bench                          # this CPU and GPU in photos/s, beside the article\n  \
+        catdog train                          # the speed demo on generated pictures (models/demo)\n  \
+        catdog train -b cpu                   # the same on the CPU, to compare photos/s\n  \
         catdog download oxford-pets           # 7,390 real photos into data/oxford-pets\n  \
-        catdog bench                          # photos/s of every backend, side by side\n  \
-        catdog devices                        # does this computer have a GPU?"
+        catdog train -d data/oxford-pets      # a model of your own (models/catdog)\n  \
+        catdog predict ~/Pictures/pets        # every photo in a folder"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -83,6 +85,27 @@ fn run(cli: Cli) -> ExitCode {
 /// Parses the command line of this process and runs it.
 pub fn main() -> ExitCode {
     run(Cli::parse())
+}
+
+/// Whether catdog takes these words as a command line, without running anything: `Ok` for a
+/// command or for `--help`/`--version`, clap's error otherwise. For checking the examples in
+/// the help texts and documents (tests/examples.rs).
+pub fn parse_check(words: &[String]) -> Result<(), String> {
+    use clap::error::ErrorKind;
+    match Cli::try_parse_from(words) {
+        Ok(_) => Ok(()),
+        Err(err)
+            if matches!(
+                err.kind(),
+                ErrorKind::DisplayHelp
+                    | ErrorKind::DisplayVersion
+                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            ) =>
+        {
+            Ok(())
+        }
+        Err(err) => Err(err.to_string()),
+    }
 }
 
 /// Help for a flag whose default is the library's: `"TEXT [default: VALUE]"`.

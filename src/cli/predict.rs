@@ -22,10 +22,10 @@ pub struct PredictArgs {
     /// Photos, or folders whose photos (sub-folders included) are all predicted.
     #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<PathBuf>,
-    #[arg(long, value_name = "DIR|builtin", help = super::MODEL_HELP)]
+    #[arg(short, long, value_name = "DIR|builtin", help = super::MODEL_HELP)]
     pub model: Option<PathBuf>,
     /// Where to compute; any backend runs a model trained on any other.
-    #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
+    #[arg(short, long, value_enum, default_value_t = BackendChoice::Auto)]
     pub backend: BackendChoice,
     /// The float type the GPU computes in.
     #[arg(long, value_enum, default_value_t = Precision::F32)]

@@ -14,7 +14,7 @@ use crate::data::synth;
     catdog synth --out data/synth --count 10000 --size 128")]
 pub struct SynthArgs {
     /// Folder to write cat/ and dog/ into.
-    #[arg(long, value_name = "DIR")]
+    #[arg(short, long, value_name = "DIR")]
     pub out: PathBuf,
     /// Pictures to draw, half of each class.
     #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u32).range(2..))]

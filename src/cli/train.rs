@@ -1,6 +1,6 @@
 //! `catdog train`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Result;
@@ -8,6 +8,7 @@ use clap::Args;
 
 use super::with_default;
 use crate::device::{self, BackendChoice, Precision};
+use crate::model::ModelChoice;
 use crate::output::{self, TerminalProgress};
 use crate::training::{self, Schedule, TrainOptions, TrainOutcome, TrainRequest};
 
@@ -22,7 +23,7 @@ use crate::training::{self, Schedule, TrainOptions, TrainOutcome, TrainRequest};
 pub struct TrainArgs {
     /// Folder of photos: one sub-folder per class (DIR/cat/, DIR/dog/) or Kaggle's names
     /// (DIR/cat.1.jpg). Without it, catdog trains on generated pictures.
-    #[arg(long, value_name = "DIR")]
+    #[arg(short, long, value_name = "DIR")]
     pub data: Option<PathBuf>,
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(20..),
           conflicts_with = "data",
@@ -30,12 +31,12 @@ pub struct TrainArgs {
                               defaults().generated_count))]
     pub generated: Option<u32>,
     /// Where to compute: auto picks the GPU when there is a real one.
-    #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
+    #[arg(short, long, value_enum, default_value_t = BackendChoice::Auto)]
     pub backend: BackendChoice,
     /// The float type the GPU trains in; the model is saved in f32 either way [default: f32]
     #[arg(long, value_enum)]
     pub precision: Option<Precision>,
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..),
+    #[arg(short, long, value_parser = clap::value_parser!(u32).range(1..),
           help = with_default("Passes over the training photos", defaults().settings.epochs))]
     pub epochs: Option<u32>,
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096),
@@ -79,9 +80,10 @@ pub struct TrainArgs {
                                evenly; the training loss shown then includes it",
                               defaults().settings.label_smoothing))]
     pub label_smoothing: Option<f64>,
-    /// Model folder to write; it also holds the run's checkpoint.
-    #[arg(long, value_name = "DIR", default_value_os_t = defaults().out)]
-    pub out: PathBuf,
+    /// Model folder to write; it also holds the run's checkpoint [default: models/catdog
+    /// with --data, models/demo for the generated pictures]
+    #[arg(short, long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
     /// Continue the interrupted run in --out, with the photos and settings it was started with.
     #[arg(long)]
     pub resume: bool,
@@ -145,10 +147,37 @@ pub(super) fn run(args: TrainArgs) -> Result<ExitCode> {
         println!("{}", output::train_summary(&report));
         if options.data.is_none() {
             println!(
-                "\nThat was the offline demo on drawn faces. {}",
+                "\nThat was the speed demo on drawn faces. {} {}",
+                which_model_predicts(&options.out),
                 output::REAL_PHOTOS
             );
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// After the speed demo saved its model in `out`: which model `catdog predict PHOTO` answers
+/// with now.
+fn which_model_predicts(out: &Path) -> String {
+    match super::model_choice(None) {
+        ModelChoice::Folder(dir) if same_folder(&dir, out) => format!(
+            "`catdog predict PHOTO` now answers with it ({}), and it learned drawings.",
+            dir.display()
+        ),
+        ModelChoice::Folder(dir) => format!(
+            "`catdog predict PHOTO` still answers with your model in {}.",
+            dir.display()
+        ),
+        ModelChoice::Builtin => {
+            "`catdog predict PHOTO` still answers with the built-in model.".to_string()
+        }
+    }
+}
+
+/// Whether `a` and `b` name one folder (`./models/catdog` is `models/catdog`).
+fn same_folder(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
 }

@@ -192,7 +192,15 @@ pub fn plan(choice: BackendChoice) -> Result<Plan> {
             None => Plan {
                 kind: BackendKind::Flex,
                 adapter: None,
-                reason: format!("Chosen by auto: {}, so the CPU it is.", no_gpu_reason()),
+                reason: match missing_gpu_causes() {
+                    Some(causes) => format!(
+                        "Chosen by auto: no GPU found, so the CPU it is.\n  A GPU may be \
+                         hidden: {causes}"
+                    ),
+                    None => "Chosen by auto: no GPU found, so the CPU it is (`catdog devices` \
+                             says what this computer has)."
+                        .to_string(),
+                },
             },
         },
         BackendChoice::Gpu => match hardware::hardware_gpu() {

@@ -123,6 +123,21 @@ impl SmallCnn {
         }
     }
 
+    /// Multiply-adds of one forward pass over one `image_size` px photo: the four 3×3
+    /// convolutions (each block halves the side) and the classifier, 50.7 million at 64 px.
+    /// A training step costs about three times this (forward, and two gradients).
+    pub fn multiply_adds(image_size: u32, classes: usize) -> u64 {
+        let mut side = u64::from(image_size);
+        let mut channels_in = 3u64;
+        let mut total = 0;
+        for &channels_out in &CHANNELS {
+            total += side * side * channels_in * channels_out as u64 * 9;
+            channels_in = channels_out as u64;
+            side /= 2;
+        }
+        total + channels_in * classes as u64
+    }
+
     /// Logits, `[batch, classes]`.
     pub fn forward(&self, images: Tensor<4>) -> Tensor<2> {
         let features = self.blocks.iter().fold(images, |x, block| block.forward(x));
@@ -135,6 +150,17 @@ impl SmallCnn {
 mod tests {
     use super::*;
     use burn::tensor::Distribution;
+
+    #[test]
+    fn multiply_adds_count_each_convolution_at_its_side() {
+        // 64²·3·32·9 + 32²·32·64·9 + 16²·64·128·9 + 8²·128·128·9 + 128·2.
+        assert_eq!(SmallCnn::multiply_adds(64, 2), 50_725_120);
+        // Each block halves the side (rounding down, as the pools do).
+        assert_eq!(
+            SmallCnn::multiply_adds(20, 2),
+            400 * 27 * 32 + 100 * 32 * 64 * 9 + 25 * 64 * 128 * 9 + 4 * 128 * 128 * 9 + 256
+        );
+    }
 
     #[test]
     fn pooling_before_relu_gives_exactly_relu_then_pooling() {

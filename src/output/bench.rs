@@ -1,6 +1,6 @@
 //! `catdog bench`'s results: a table with the article's comparison, Markdown, a bar chart.
 
-use super::duration::{EPOCHS, KAGGLE_PHOTOS, training_time};
+use super::verdict::bench_verdict;
 use crate::bench::{BackendRun, BenchReport, Measurement};
 use crate::chart::{BarChart, BarGroup, format_number};
 use crate::device::{BackendKind, Precision};
@@ -66,17 +66,6 @@ fn best_run(report: &BenchReport, backend: BackendKind) -> &BackendRun {
         .expect("every backend measured has a run")
 }
 
-/// Each backend once, in the order measured: its best run.
-fn best_runs(report: &BenchReport) -> Vec<&BackendRun> {
-    let mut backends: Vec<BackendKind> = Vec::new();
-    for run in &report.runs {
-        if !backends.contains(&run.backend) {
-            backends.push(run.backend);
-        }
-    }
-    backends.into_iter().map(|b| best_run(report, b)).collect()
-}
-
 /// "batch 32", "batches 32, 128, 512".
 fn batch_sizes(sizes: &[usize]) -> String {
     let list: Vec<String> = sizes.iter().map(usize::to_string).collect();
@@ -96,14 +85,14 @@ fn with_spread(m: &Measurement) -> String {
     )
 }
 
-/// The bench result for people: a table, the data pipeline figures, and the comparison
-/// with the article.
 /// Why ndarray's figures are so far below flex's, for whoever compares the two.
 const NDARRAY_IS_SLOW: &str = "ndarray (deprecated in burn 0.22, kept as it is) convolves with \
     a loop of scalar multiply-adds and takes the gradients from burn's generic \
     conv_transpose2d and a convolution over the whole gradient image; flex, as patched in \
     vendor/burn-flex, uses im2col and SIMD matrix products for all three.";
 
+/// The bench result for people: the answer first ([`bench_verdict`]), then the table, the
+/// warm-up times and the data pipeline's figures.
 pub fn bench_text(report: &BenchReport) -> String {
     let (header, rows) = bench_rows(report);
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
@@ -123,8 +112,9 @@ pub fn bench_text(report: &BenchReport) -> String {
             .to_string()
     };
     let settings = &report.settings;
-    let mut out = format!(
-        "SmallCnn, {} px, {}, median of {} windows of ≥ {} s (min–max); CPU backends on {} \
+    let mut out = bench_verdict(report);
+    out.push_str(&format!(
+        "\nThe details: SmallCnn, {} px, {}, median of {} windows of ≥ {} s (min–max); CPU backends on {} \
          threads; {}\n",
         settings.image_size,
         batch_sizes(&settings.batch_sizes),
@@ -136,7 +126,7 @@ pub fn bench_text(report: &BenchReport) -> String {
         } else {
             "each step makes its batch on the host and uploads it, as training does"
         }
-    );
+    ));
     out.push_str(&line(header.iter().map(|h| h.to_string()).collect()));
     out.push('\n');
     for row in rows {
@@ -197,42 +187,8 @@ pub fn bench_text(report: &BenchReport) -> String {
             first.reason
         ));
     }
-    out.push_str(&article_comparison(report));
-    out.push('\n');
-    out.push_str(&waiting_times(report));
+    out.truncate(out.trim_end().len());
     out
-}
-
-/// What the measured speeds mean in waiting time, beside the article's "ready in 10 minutes"
-/// or "in 3 days": each backend at its best batch size.
-fn waiting_times(report: &BenchReport) -> String {
-    let times: Vec<String> = best_runs(report)
-        .into_iter()
-        .map(|run| {
-            format!(
-                "{} {}{}",
-                run.backend,
-                training_time(KAGGLE_PHOTOS, EPOCHS, run.train_images_per_sec),
-                if report.settings.batch_sizes.len() > 1 {
-                    format!(" (batch {})", run.batch_size)
-                } else {
-                    String::new()
-                }
-            )
-        })
-        .collect();
-    format!(
-        "At these training speeds ({} px, {}), {EPOCHS} epochs over the {} photos of the \
-         Kaggle set take: {} (the article: \"ready in 10 minutes\" on a GPU, \"in 3 days\" on \
-         a CPU).",
-        report.settings.image_size,
-        match report.settings.batch_sizes.len() {
-            1 => batch_sizes(&report.settings.batch_sizes),
-            _ => "each at its best batch size".to_string(),
-        },
-        format_number(KAGGLE_PHOTOS as f64),
-        times.join(", ")
-    )
 }
 
 /// The table as Markdown, one row per backend and batch size.
@@ -268,86 +224,5 @@ pub fn bench_chart(report: &BenchReport) -> BarChart {
                 values: vec![run.train_images_per_sec, run.infer_images_per_sec],
             })
             .collect(),
-    }
-}
-
-/// Plain sentences setting this machine's training figures beside the article's: at the
-/// first batch size measured, every backend alike; with several, also each at its best.
-fn article_comparison(report: &BenchReport) -> String {
-    let article = "The article: CPU ≈ 10, GPU ≈ 1,000 photos/s (100×).";
-    let first = report.settings.batch_sizes[0];
-    let same_batch: Vec<&BackendRun> = report
-        .runs
-        .iter()
-        .filter(|r| r.batch_size == first)
-        .collect();
-    let mut out = format!(
-        "{article} This machine at batch {first}: {}",
-        compare(&same_batch, false)
-    );
-    if report.settings.batch_sizes.len() > 1 {
-        out.push_str(&format!(
-            " Each at its best batch size: {}",
-            compare(&best_runs(report), true)
-        ));
-    }
-    out
-}
-
-/// The fastest CPU backend of `runs` against its hardware GPU, in one sentence.
-fn compare(runs: &[&BackendRun], name_batches: bool) -> String {
-    let batch = |run: &BackendRun| {
-        if name_batches {
-            format!(", batch {}", run.batch_size)
-        } else {
-            String::new()
-        }
-    };
-    let cpu = runs
-        .iter()
-        .filter(|r| r.backend != BackendKind::Wgpu)
-        .max_by(|a, b| a.train_images_per_sec.total_cmp(&b.train_images_per_sec));
-    let gpu = runs.iter().find(|r| r.hardware_gpu);
-    let software = runs
-        .iter()
-        .find(|r| r.backend == BackendKind::Wgpu && !r.hardware_gpu);
-    let software_note = |before: &str| {
-        software.map_or(String::new(), |s| {
-            format!(
-                " ({before} {}: {} photos/s{})",
-                s.device,
-                format_number(s.train_images_per_sec),
-                batch(s)
-            )
-        })
-    };
-    match (cpu, gpu) {
-        (Some(cpu), Some(gpu)) => format!(
-            "CPU {} photos/s ({}{}), GPU {} photos/s ({}{}): the GPU is {:.0}× faster.",
-            format_number(cpu.train_images_per_sec),
-            cpu.backend,
-            batch(cpu),
-            format_number(gpu.train_images_per_sec),
-            gpu.device,
-            batch(gpu),
-            gpu.train_images_per_sec / cpu.train_images_per_sec
-        ),
-        (None, Some(gpu)) => format!(
-            "GPU {} photos/s ({}{}); add --backends flex to compare the CPU.",
-            format_number(gpu.train_images_per_sec),
-            gpu.device,
-            batch(gpu)
-        ),
-        (Some(cpu), None) => format!(
-            "CPU {} photos/s ({}{}), and no hardware GPU to compare with{}.",
-            format_number(cpu.train_images_per_sec),
-            cpu.backend,
-            batch(cpu),
-            software_note("wgpu on a software rasterizer on the same CPU,")
-        ),
-        (None, None) => format!(
-            "no CPU backend and no hardware GPU were measured{}.",
-            software_note("wgpu on the software rasterizer")
-        ),
     }
 }

@@ -10,6 +10,7 @@ mod model;
 mod predict;
 mod progress;
 mod train;
+mod verdict;
 
 use std::path::Path;
 

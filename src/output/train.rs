@@ -4,6 +4,7 @@ use serde_json::{Value, json};
 
 use super::duration::{EPOCHS, KAGGLE_PHOTOS, human_duration, training_time};
 use super::lossy;
+use super::verdict::{ARTICLE_CPU, ARTICLE_GPU};
 use crate::chart::format_number;
 use crate::device::Precision;
 use crate::training::TrainReport;
@@ -51,13 +52,15 @@ pub fn train_summary(report: &TrainReport) -> String {
     let took: f64 = report.epochs.iter().map(|e| e.train_seconds).sum();
     let waiting = format!(
         "The {} epochs over these {} photos took {}; at that speed, {EPOCHS} epochs over the {} \
-         photos of the Kaggle set would take {} on this backend (the article: \"ready in 10 \
-         minutes\" on a GPU, \"in 3 days\" on a CPU).",
+         photos of the Kaggle set would take {} on this backend (at the article's rates, {} \
+         on a CPU and {} on a GPU).",
         report.epochs.len(),
         report.train_images,
         human_duration(took),
         format_number(KAGGLE_PHOTOS as f64),
-        training_time(KAGGLE_PHOTOS, EPOCHS, report.images_per_sec())
+        training_time(KAGGLE_PHOTOS, EPOCHS, report.images_per_sec()),
+        training_time(KAGGLE_PHOTOS, EPOCHS, ARTICLE_CPU),
+        training_time(KAGGLE_PHOTOS, EPOCHS, ARTICLE_GPU)
     );
     format!(
         "Trained on {} photos of {} from {}{skipped}, {} epochs, backend {} on {}{}.\n\

@@ -3,8 +3,9 @@
 
 use std::path::PathBuf;
 
+use super::checkpoint;
 use super::schedule::Schedule;
-use super::settings::{FitSettings, TrainOptions};
+use super::settings::{DEMO_OUT, FitSettings, PHOTOS_OUT, TrainOptions};
 use crate::device::Precision;
 
 /// The settings given on the command line, each `None` (or `false`) where its flag was not.
@@ -25,11 +26,40 @@ pub struct TrainRequest {
     pub dropout: Option<f64>,
     pub label_smoothing: Option<f64>,
     pub precision: Option<Precision>,
-    pub out: PathBuf,
+    /// `None`: [`TrainRequest::out`] picks the folder.
+    pub out: Option<PathBuf>,
     pub resume: bool,
 }
 
 impl TrainRequest {
+    /// The model folder: `--out`, or else `models/catdog` for photos and `models/demo` for the
+    /// speed demo on generated pictures, so that the demo never replaces the model `predict`
+    /// uses by default. `--resume` without `--out` continues whichever of the two holds an
+    /// unfinished run (`models/catdog` where both or neither do).
+    pub fn out(&self) -> PathBuf {
+        if let Some(out) = &self.out {
+            return out.clone();
+        }
+        let photos = PathBuf::from(PHOTOS_OUT);
+        let demo = PathBuf::from(DEMO_OUT);
+        if self.resume {
+            let unfinished = |out: &PathBuf| {
+                checkpoint::read_state(out)
+                    .ok()
+                    .flatten()
+                    .is_some_and(|state| !state.finished())
+            };
+            return match !unfinished(&photos) && unfinished(&demo) {
+                true => demo,
+                false => photos,
+            };
+        }
+        match self.data.is_some() {
+            true => photos,
+            false => demo,
+        }
+    }
+
     /// The options of a new run: the flags given, defaults for the others.
     pub(crate) fn new_run(&self) -> TrainOptions {
         let defaults = TrainOptions::default();
@@ -52,7 +82,7 @@ impl TrainRequest {
                 label_smoothing: self.label_smoothing.unwrap_or(fit.label_smoothing),
             },
             precision: self.precision.unwrap_or(defaults.precision),
-            out: self.out.clone(),
+            out: self.out(),
             resume: false,
         }
     }

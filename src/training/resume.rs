@@ -85,7 +85,7 @@ pub(crate) fn starting_point(
 /// The options the checkpointed run in `request.out` was started with; a flag given with
 /// `--resume` must agree with them.
 fn resumed_options(request: &TrainRequest) -> Result<TrainOptions> {
-    let out = &request.out;
+    let out = &request.out();
     let state = there_is_one(checkpoint::read_state(out)?, out)?;
     let options = TrainOptions::of_run(&state.run, out);
     let settings = &options.settings;

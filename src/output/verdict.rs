@@ -1,0 +1,345 @@
+//! The plain answer that opens `catdog bench`: this computer's CPU and GPU photos/s, their
+//! ratio, the article's 10 and 1,000, one job's waiting time at each rate, and why the
+//! figures differ from the article's.
+
+use super::duration::{EPOCHS, KAGGLE_PHOTOS, training_time};
+use crate::bench::{BackendRun, BenchReport};
+use crate::chart::{format_count, format_number};
+use crate::device::BackendKind;
+use crate::model::SmallCnn;
+
+/// The article's figures: training a dog-vs-cat classifier, photos per second.
+pub const ARTICLE_CPU: f64 = 10.0;
+pub const ARTICLE_GPU: f64 = 1_000.0;
+
+/// Multiply-adds of one photo's forward pass through the networks such articles mean, at
+/// 224 px (torchvision's published figures for `resnet18` and `resnet50`).
+const RESNET18_MULTIPLY_ADDS: f64 = 1.81e9;
+const RESNET50_MULTIPLY_ADDS: f64 = 4.09e9;
+
+/// The fastest CPU backend and the fastest hardware GPU among `runs`, and wgpu on a software
+/// rasterizer where it ran.
+struct Sides<'a> {
+    cpu: Option<&'a BackendRun>,
+    gpu: Option<&'a BackendRun>,
+    software: Option<&'a BackendRun>,
+}
+
+impl<'a> Sides<'a> {
+    fn of(runs: &[&'a BackendRun]) -> Sides<'a> {
+        let fastest = |keep: &dyn Fn(&BackendRun) -> bool| {
+            runs.iter()
+                .copied()
+                .filter(|r| keep(r))
+                .max_by(|a, b| a.train_images_per_sec.total_cmp(&b.train_images_per_sec))
+        };
+        Sides {
+            cpu: fastest(&|r| r.backend != BackendKind::Wgpu),
+            gpu: fastest(&|r| r.hardware_gpu),
+            software: fastest(&|r| r.backend == BackendKind::Wgpu && !r.hardware_gpu),
+        }
+    }
+}
+
+/// "1,234 photos/s".
+fn rate(run: &BackendRun) -> String {
+    format!("{} photos/s", format_number(run.train_images_per_sec))
+}
+
+/// The answer, in a few plain lines: the first thing `catdog bench` prints.
+pub fn bench_verdict(report: &BenchReport) -> String {
+    let settings = &report.settings;
+    let first = settings.batch_sizes[0];
+    let same_batch: Vec<&BackendRun> = report
+        .runs
+        .iter()
+        .filter(|r| r.batch_size == first)
+        .collect();
+    let sides = Sides::of(&same_batch);
+    let multiply_adds = SmallCnn::multiply_adds(settings.image_size, 2) as f64;
+    let mut out = format!(
+        "The answer: training photos per second on this computer, beside the article's.\n\
+         (The same work on every side: SmallCnn at {} px, batch {first}, about {} million \
+         multiply-adds a photo.)\n",
+        settings.image_size,
+        format_count((multiply_adds / 1e6).round() as u64)
+    );
+    let row =
+        |label: &str, figure: String, what: String| format!("  {label:<12}{figure:<20}{what}\n");
+    out.push_str(&match sides.cpu {
+        Some(cpu) => row(
+            "this CPU",
+            rate(cpu),
+            format!("{} on {}", cpu.backend, cpu.device),
+        ),
+        None => row(
+            "this CPU",
+            "not measured".into(),
+            "add --backends cpu".into(),
+        ),
+    });
+    out.push_str(&match (sides.gpu, sides.cpu, sides.software) {
+        (Some(gpu), Some(cpu), _) => row(
+            "this GPU",
+            rate(gpu),
+            format!(
+                "{}: {:.0}× this CPU",
+                gpu.device,
+                gpu.train_images_per_sec / cpu.train_images_per_sec
+            ),
+        ),
+        (Some(gpu), None, _) => row("this GPU", rate(gpu), gpu.device.clone()),
+        (None, _, Some(software)) => row(
+            "this GPU",
+            "none found".into(),
+            format!(
+                "wgpu ran on a software rasterizer on the CPU instead: {}",
+                rate(software)
+            ),
+        ),
+        (None, _, None) => row(
+            "this GPU",
+            "none found".into(),
+            "`catdog devices` says why".into(),
+        ),
+    });
+    out.push_str(&row(
+        "the article",
+        format!("CPU ≈ {}", format_count(ARTICLE_CPU as u64)),
+        format!(
+            "GPU ≈ {} photos/s: the GPU {:.0}× faster",
+            format_count(ARTICLE_GPU as u64),
+            ARTICLE_GPU / ARTICLE_CPU
+        ),
+    ));
+    if settings.batch_sizes.len() > 1 {
+        out.push_str(&best_batches(report));
+    }
+    out.push_str(&one_job(&sides));
+    out.push_str(&why(&sides, report, multiply_adds));
+    out
+}
+
+/// With several batch sizes: each side at its own best batch size, saying so.
+fn best_batches(report: &BenchReport) -> String {
+    let all: Vec<&BackendRun> = report.runs.iter().collect();
+    let sides = Sides::of(&all);
+    let side = |name: &str, run: Option<&BackendRun>| {
+        run.map(|r| format!("{name} {} (batch {})", rate(r), r.batch_size))
+    };
+    let mut parts: Vec<String> = [side("CPU", sides.cpu), side("GPU", sides.gpu)]
+        .into_iter()
+        .flatten()
+        .collect();
+    if let (Some(cpu), Some(gpu)) = (sides.cpu, sides.gpu) {
+        parts.push(format!(
+            "{:.0}×",
+            gpu.train_images_per_sec / cpu.train_images_per_sec
+        ));
+    }
+    format!("  Each at its best batch size: {}.\n", parts.join(", "))
+}
+
+/// One stated job's waiting time on each side measured and at the article's two rates.
+fn one_job(sides: &Sides) -> String {
+    let time = |rate: f64| training_time(KAGGLE_PHOTOS, EPOCHS, rate);
+    let mut here: Vec<String> = Vec::new();
+    if let Some(cpu) = sides.cpu {
+        here.push(format!("{} on this CPU", time(cpu.train_images_per_sec)));
+    }
+    if let Some(gpu) = sides.gpu {
+        here.push(format!("{} on this GPU", time(gpu.train_images_per_sec)));
+    }
+    format!(
+        "One job, {EPOCHS} epochs over the {} photos of the Kaggle set, takes {}; at the \
+         article's rates, {} on its CPU and {} on its GPU.\n",
+        format_number(KAGGLE_PHOTOS as f64),
+        match here.is_empty() {
+            true => "nothing measured here".to_string(),
+            false => here.join(" and "),
+        },
+        time(ARTICLE_CPU),
+        time(ARTICLE_GPU)
+    )
+}
+
+/// Why this machine's figures differ from the article's: the work per photo, the software,
+/// and a GPU's batch size.
+fn why(sides: &Sides, report: &BenchReport, multiply_adds: f64) -> String {
+    let mut out = format!(
+        "Why they differ: the article's figures are for a bigger network. ResNet-18 at 224 \
+         px needs about {:.0}× SmallCnn's work a photo here, ResNet-50 {:.0}×.",
+        RESNET18_MULTIPLY_ADDS / multiply_adds,
+        RESNET50_MULTIPLY_ADDS / multiply_adds
+    );
+    let ndarray = report
+        .runs
+        .iter()
+        .filter(|r| r.backend == BackendKind::Ndarray)
+        .max_by(|a, b| a.train_images_per_sec.total_cmp(&b.train_images_per_sec));
+    match (sides.cpu, ndarray) {
+        (Some(cpu), Some(ndarray)) if cpu.backend != BackendKind::Ndarray => {
+            out.push_str(&format!(
+                " Software counts as much as the chip: on this same CPU, {} trains at {} and \
+                 ndarray, a simpler CPU backend, at {}.",
+                cpu.backend,
+                rate(cpu),
+                rate(ndarray)
+            ))
+        }
+        _ => out.push_str(
+            " Software counts as much as the chip: `catdog bench` also measures ndarray, a \
+             simpler CPU backend, for the difference.",
+        ),
+    }
+    if let (Some(cpu), Some(gpu)) = (sides.cpu, sides.gpu)
+        && gpu.train_images_per_sec < ARTICLE_GPU / ARTICLE_CPU * cpu.train_images_per_sec
+        && report.settings.batch_sizes.len() == 1
+    {
+        out.push_str(
+            " A small network in small batches leaves most of a big GPU idle: `catdog bench \
+             --batch-size 32,128,512` lets each side show its best.",
+        );
+    }
+    out.push('\n');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::{BenchSettings, Machine, Measurement};
+    use crate::device::{CpuInfo, Precision};
+
+    fn run(
+        backend: BackendKind,
+        device: &str,
+        hardware_gpu: bool,
+        batch: usize,
+        rate: f64,
+    ) -> BackendRun {
+        let measured = Measurement {
+            median: rate,
+            min: rate,
+            max: rate,
+            windows: vec![rate],
+        };
+        BackendRun {
+            backend,
+            device: device.to_string(),
+            batch_size: batch,
+            precision: Precision::F32,
+            hardware_gpu,
+            train_images_per_sec: rate,
+            infer_images_per_sec: rate * 4.0,
+            train: measured.clone(),
+            infer: measured,
+            decode: None,
+            cached_batches: None,
+            end_to_end_train: None,
+            warmup_seconds: 1.0,
+        }
+    }
+
+    fn report(batch_sizes: Vec<usize>, runs: Vec<BackendRun>) -> BenchReport {
+        BenchReport {
+            catdog_version: "test".into(),
+            machine: Machine {
+                cpu: CpuInfo {
+                    model: "Test CPU".into(),
+                    cores: Some(2),
+                    threads: 2,
+                    compute_threads: 2,
+                    memory_bytes: 1 << 30,
+                },
+                gpus: Vec::new(),
+                os: "test".into(),
+            },
+            settings: BenchSettings {
+                batch_sizes,
+                ..BenchSettings::default()
+            },
+            runs,
+            skipped: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn with_a_gpu_the_answer_gives_both_rates_their_ratio_and_four_waiting_times() {
+        let text = bench_verdict(&report(
+            vec![32],
+            vec![
+                run(
+                    BackendKind::Wgpu,
+                    "NVIDIA H200 (Vulkan, discrete GPU)",
+                    true,
+                    32,
+                    9_000.0,
+                ),
+                run(BackendKind::Flex, "Test CPU (2 threads)", false, 32, 750.0),
+                run(BackendKind::Ndarray, "Test CPU (2 threads)", false, 32, 6.0),
+            ],
+        ));
+        assert!(text.starts_with("The answer: "), "{text}");
+        assert!(
+            text.contains("SmallCnn at 64 px, batch 32, about 51 million"),
+            "{text}"
+        );
+        assert!(text.contains("this CPU    750 photos/s"), "{text}");
+        assert!(text.contains("this GPU    9,000 photos/s"), "{text}");
+        assert!(
+            text.contains("NVIDIA H200 (Vulkan, discrete GPU): 12× this CPU"),
+            "{text}"
+        );
+        assert!(
+            text.contains("GPU ≈ 1,000 photos/s: the GPU 100× faster"),
+            "{text}"
+        );
+        // 250,000 photos: 333 s at 750/s (said "5 min"), 28 s at 9,000/s; the article's 10 and
+        // 1,000.
+        assert!(
+            text.contains("takes 5 min on this CPU and 28 s on this GPU; at the article's rates, 6 h 56 min on its CPU and 4 min on its GPU"),
+            "{text}"
+        );
+        assert!(
+            text.contains("ResNet-18 at 224 px needs about 36×"),
+            "{text}"
+        );
+        assert!(
+            text.contains("ndarray, a simpler CPU backend, at 6.00 photos/s"),
+            "{text}"
+        );
+        // 12× where the article says 100×: the hint at bigger batches.
+        assert!(text.contains("--batch-size 32,128,512"), "{text}");
+    }
+
+    #[test]
+    fn without_a_gpu_the_answer_says_so_and_names_the_software_rasterizer() {
+        let text = bench_verdict(&report(
+            vec![32, 64],
+            vec![
+                run(BackendKind::Wgpu, "llvmpipe", false, 32, 2.0),
+                run(BackendKind::Flex, "Test CPU (2 threads)", false, 32, 700.0),
+                run(BackendKind::Flex, "Test CPU (2 threads)", false, 64, 720.0),
+            ],
+        ));
+        assert!(text.contains("this GPU    none found"), "{text}");
+        assert!(
+            text.contains("software rasterizer on the CPU instead: 2.00 photos/s"),
+            "{text}"
+        );
+        assert!(
+            text.contains("this CPU    700 photos/s"),
+            "the first batch size: {text}"
+        );
+        assert!(
+            text.contains("Each at its best batch size: CPU 720 photos/s (batch 64)."),
+            "{text}"
+        );
+        assert!(
+            text.contains("on this CPU; at the article's rates"),
+            "{text}"
+        );
+        assert!(!text.contains("on this GPU"), "{text}");
+    }
+}
