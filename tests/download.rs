@@ -244,6 +244,18 @@ fn error(result: anyhow::Result<Summary>) -> String {
     format!("{:#}", result.expect_err("the download must fail"))
 }
 
+/// What a whole download of [`pet_entries`] into `pets` leaves beside it: the marker and the
+/// three photos, and nothing else.
+fn unpacked_pets() -> [PathBuf; 4] {
+    [
+        "pets/.catdog-download.json",
+        "pets/cat/Abyssinian_1.jpg",
+        "pets/cat/Bengal_2.jpg",
+        "pets/dog/beagle_1.jpg",
+    ]
+    .map(PathBuf::from)
+}
+
 /// Everything in `dir`, as paths relative to it.
 fn listing(dir: &Path) -> Vec<PathBuf> {
     let mut found = Vec::new();
@@ -289,13 +301,7 @@ fn a_whole_download_is_checked_laid_out_by_class_and_not_fetched_twice() {
     assert_eq!(fs::read(to.join("dog/beagle_1.jpg")).unwrap(), picture(3));
     assert_eq!(
         listing(dir.path()),
-        [
-            "pets/.catdog-download.json",
-            "pets/cat/Abyssinian_1.jpg",
-            "pets/cat/Bengal_2.jpg",
-            "pets/dog/beagle_1.jpg"
-        ]
-        .map(PathBuf::from),
+        unpacked_pets(),
         "the photos, and no archive or temporary folder left beside them"
     );
 
@@ -385,13 +391,7 @@ fn a_body_longer_than_the_archive_is_stopped_at_its_size() {
     assert!(!to.exists());
     assert_eq!(
         listing(dir.path()),
-        [
-            "pets/.catdog-download.json",
-            "pets/cat/Abyssinian_1.jpg",
-            "pets/cat/Bengal_2.jpg",
-            "pets/dog/beagle_1.jpg"
-        ]
-        .map(PathBuf::from),
+        unpacked_pets(),
         "no part left of the download that was stopped"
     );
 }
