@@ -75,7 +75,11 @@ pub fn decode_photo(path: &Path, size: u32) -> Result<Vec<u8>> {
             );
         }
         let _held = decode_budget::shared().reserve(needed);
-        let bytes = read_regular(path, MAX_PHOTO_BYTES)?;
+        // Most photos are smaller than the header's share: then the header is all of it.
+        let bytes = match header.len() as u64 == length && length < HEADER_BYTES {
+            true => header,
+            false => read_regular(path, MAX_PHOTO_BYTES)?,
+        };
         if bytes.starts_with(&[0xFF, 0xD8]) && !jpeg_reaches_its_end(&bytes) {
             bail!(
                 "{} is cut short: its JPEG data stops before the end-of-image marker (an \
@@ -105,10 +109,9 @@ const HEADER_BYTES: u64 = 256 << 10;
 /// coefficients at full size (two bytes each); anything else the `image` crate's buffer
 /// at full size, plus the RGB copies made converting and turning it upright.
 fn decoding_bytes(header: &[u8], size: u32) -> Option<u64> {
-    let (width, height) = header_dimensions(header)?;
-    let (width, height) = (u64::from(width), u64::from(height));
-    let rgb_copies = width.saturating_mul(height).saturating_mul(6);
+    let rgb_copies = |width: u64, height: u64| width.saturating_mul(height).saturating_mul(6);
     if let Some(info) = jpeg_info(header) {
+        let (width, height) = (u64::from(info.width), u64::from(info.height));
         let components = match info.pixel_format {
             jpeg_decoder::PixelFormat::L8 => 1,
             jpeg_decoder::PixelFormat::L16 => 2,
@@ -125,11 +128,16 @@ fn decoding_bytes(header: &[u8], size: u32) -> Option<u64> {
             Some(side) => coefficients + 3 * u64::from(side) * u64::from(side) * 3,
             None => coefficients
                 .saturating_add(width.saturating_mul(height).saturating_mul(components))
-                .saturating_add(rgb_copies),
+                .saturating_add(rgb_copies(width, height)),
         });
     }
     let decoder = image_decoder(header, false).ok()?;
-    Some(decoder.total_bytes().saturating_add(rgb_copies))
+    let (width, height) = decoder.dimensions();
+    Some(
+        decoder
+            .total_bytes()
+            .saturating_add(rgb_copies(width.into(), height.into())),
+    )
 }
 
 /// "16384×16384 pixels, PNG": what a photo's header declares, for an error message.
