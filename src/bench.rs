@@ -28,7 +28,7 @@ use crate::data::{
 use crate::device::{
     self, Backend, BackendKind, Batch, CpuInfo, GpuAdapter, Precision, explain_panic,
 };
-use crate::inference::{class_probabilities, log_probabilities_on_device};
+use crate::inference::{Readout, class_probabilities, log_probabilities_on_device};
 use crate::training::{FitSettings, Trainer, median};
 
 /// AdamW's learning rate in the bench: constant, as in the PyTorch reference.
@@ -288,7 +288,7 @@ fn bench_backend(
         let indices = &batches[step % batches.len()];
         match resident.get(step % batches.len()) {
             Some((_, images)) => explain_panic(Batch::Chosen(indices.len()), || {
-                log_probabilities_on_device(&model, images.clone(), false);
+                log_probabilities_on_device(&model, images.clone(), Readout::PLAIN);
             })?,
             None => {
                 let images: Vec<&[u8]> = indices.iter().map(|&i| pictures.image(i)).collect();

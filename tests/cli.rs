@@ -726,11 +726,23 @@ fn eval_counts_what_predict_says_and_lists_the_mistakes() {
     ]);
     assert_success(&output);
     let mut counted = [[0u64; 2]; 2];
+    // Each answer's probability and whether it was right, to bin them as eval does.
+    let mut answers = Vec::new();
     for line in stdout(&output).lines() {
         let prediction: Value = serde_json::from_str(line).unwrap();
         let truth = usize::from(prediction["path"].as_str().unwrap().contains("/dog/"));
         let predicted = usize::from(prediction["label"] == "dog");
         counted[truth][predicted] += 1;
+        let probability = prediction["probability"].as_f64().unwrap();
+        answers.push((probability, truth == predicted));
+        // Below 0.8 the answer is "not sure"; the label stays the most probable class.
+        let sure = probability >= 0.8;
+        assert_eq!(prediction["sure"], sure, "{line}");
+        let answer: Value = match sure {
+            true => prediction["label"].clone(),
+            false => "not sure".into(),
+        };
+        assert_eq!(prediction["answer"], answer, "{line}");
     }
     let matrix: Vec<Vec<u64>> =
         serde_json::from_value(evaluation["confusion_matrix"].clone()).unwrap();
@@ -741,6 +753,35 @@ fn eval_counts_what_predict_says_and_lists_the_mistakes() {
     assert_eq!(evaluation["accuracy"].as_f64().unwrap(), correct / 60.0);
     let recall_of_cats = evaluation["per_class"][0]["recall"].as_f64().unwrap();
     assert_eq!(recall_of_cats, counted[0][0] as f64 / 30.0);
+
+    // Training fitted a temperature on its 6 validation photos; eval and predict apply it,
+    // so the calibration error eval reports is the one predict's probabilities give.
+    let info: Value =
+        serde_json::from_str(&fs::read_to_string(model.join("catdog.json")).unwrap()).unwrap();
+    assert_eq!(info["calibration"]["photos"], 6, "{info}");
+    let temperature = info["calibration"]["temperature"].as_f64().unwrap();
+    assert!(temperature > 0.0, "{info}");
+    assert_eq!(evaluation["temperature"].as_f64().unwrap(), temperature);
+    let mut bins = [(0.0f64, 0.0f64, 0u32); 10];
+    for &(probability, right) in &answers {
+        let bin = &mut bins[((probability * 10.0) as usize).min(9)];
+        *bin = (
+            bin.0 + probability,
+            bin.1 + f64::from(u8::from(right)),
+            bin.2 + 1,
+        );
+    }
+    let error: f64 = bins
+        .iter()
+        .filter(|b| b.2 > 0)
+        .map(|(confidence, right, _)| (confidence - right).abs() / 60.0)
+        .sum();
+    let reported = evaluation["reliability"]["error"].as_f64().unwrap();
+    assert!((reported - error).abs() < 1e-4, "{reported} vs {error}");
+    let unsure = answers.iter().filter(|a| a.0 < 0.8).count();
+    assert_eq!(evaluation["not_sure"]["photos"], unsure);
+    let sure_and_wrong = answers.iter().filter(|a| a.0 >= 0.95 && !a.1).count();
+    assert_eq!(evaluation["wrong_and_sure"], sure_and_wrong);
 
     let wrong = evaluation["most_confidently_wrong"].as_array().unwrap();
     assert_eq!(wrong.len(), (60 - correct as usize).min(3));
@@ -758,9 +799,22 @@ fn eval_counts_what_predict_says_and_lists_the_mistakes() {
     }
 
     let sheet = dir.path().join("mistakes.png");
-    let output = eval(&model, &data, &["--mistakes", path(&sheet)]);
+    let diagram = dir.path().join("calibration.svg");
+    let output = eval(
+        &model,
+        &data,
+        &["--mistakes", path(&sheet), "--calibration", path(&diagram)],
+    );
     assert_success(&output);
     let text = stdout(&output);
+    assert!(
+        text.contains("\ncalibration error ")
+            && text.contains(&format!("temperature {temperature:.2} fitted in training"))
+            && text.contains(&format!("\"not sure\" (below 0.80): {unsure} photos")),
+        "{text}"
+    );
+    let svg = fs::read_to_string(&diagram).unwrap();
+    assert!(svg.contains("60 photos: calibration error"), "{svg}");
     let model_line = format!("model: {} (trained on {}", path(&model), path(&data));
     assert!(text.starts_with(&model_line), "{text}");
     assert!(text.contains("\naccuracy "), "{text}");
@@ -790,6 +844,35 @@ fn eval_counts_what_predict_says_and_lists_the_mistakes() {
     assert_fails_with(&output, "must end in .png");
     assert!(stderr(&output).contains(path(&not_png)));
     assert!(!not_png.exists());
+    let not_a_chart = dir.path().join("calibration.txt");
+    let output = eval(&model, &data, &["--calibration", path(&not_a_chart)]);
+    assert_fails_with(&output, "must end in .svg or .png");
+    assert!(!not_a_chart.exists());
+
+    // Every answer is "not sure" at a threshold of 1, and none at 0.
+    let predict_text = |threshold: &str| {
+        let output = catdog(&[
+            "predict",
+            "--model",
+            path(&model),
+            "--backend",
+            "flex",
+            "--not-sure-below",
+            threshold,
+            path(&data.join("cat")),
+        ]);
+        assert_success(&output);
+        stdout(&output)
+    };
+    let text = predict_text("1");
+    assert_eq!(text.lines().count(), 30);
+    assert!(text.lines().all(|l| l.contains("  not sure (")), "{text}");
+    let text = predict_text("0");
+    assert!(!text.contains("not sure"), "{text}");
+    assert_fails_with(
+        &catdog(&["predict", "--not-sure-below", "1.5", path(&data)]),
+        "1.5 is not a probability",
+    );
 }
 
 /// `--held-out` uses the split recorded with the model, and refuses what would score it on

@@ -7,7 +7,7 @@ use burn::tensor::Distribution::Uniform;
 use burn::tensor::{Device, Tensor};
 use catdog::data::{ImageSet, Normalization, stratified_split, synth};
 use catdog::device::{BackendKind, CpuBackend, cpu_backend};
-use catdog::inference::{Predictor, class_probabilities, evaluate};
+use catdog::inference::{Predictor, calibrate, class_probabilities, evaluate};
 use catdog::model::{self as saved_model, ModelChoice, ModelInfo, SmallCnn};
 use catdog::training::{EpochStats, FitSettings, Schedule, TrainOptions, best_epoch, fit, train};
 
@@ -158,6 +158,7 @@ fn a_saved_model_predicts_the_same_on_every_backend() {
         weights_bytes: 0,
         weights_crc32: 0,
         trained_on: None,
+        calibration: None,
     };
     saved_model::save(dir.path(), &model, &info).unwrap();
 
@@ -181,6 +182,65 @@ fn a_saved_model_predicts_the_same_on_every_backend() {
             }
         }
     }
+}
+
+/// Temperature scaling undoes over-confidence: a model whose logits are made four times too
+/// large on purpose gets a temperature four times the trained model's, above 1, and a lower
+/// calibration error than it had.
+#[test]
+fn an_overconfident_model_gets_a_temperature_above_one() {
+    let size = 16;
+    let (train, _) = generated(400, size, 9);
+    let settings = FitSettings {
+        epochs: 1,
+        batch_size: 16,
+        seed: 9,
+        ..FitSettings::default()
+    };
+    let device = cpu_backend(CpuBackend::Flex).device;
+    let normalization = Normalization::default();
+    let empty = train.select(&[]);
+    let (model, _) = fit(
+        &train,
+        &empty,
+        2,
+        &settings,
+        &normalization,
+        &device,
+        &mut (),
+    )
+    .unwrap();
+    // Pictures it never saw, to fit and measure on.
+    let check = synth::generate(600, size, 10);
+    let calibrate = |model: &SmallCnn| {
+        calibrate(model, &check, &normalization, &device, 64)
+            .unwrap()
+            .expect("a calibration for a non-empty set")
+    };
+    let trained = calibrate(&model);
+    let sharp = calibrate(&model.clone().with_logits_scaled(4.0));
+    assert_eq!(sharp.photos, 600);
+    assert!(
+        sharp.temperature > 1.0 && (sharp.temperature / trained.temperature - 4.0).abs() < 0.05,
+        "temperatures: trained {trained:?}, sharpened {sharp:?}"
+    );
+    assert!(
+        sharp.error_after < sharp.error_before && sharp.error_before > trained.error_before,
+        "trained {trained:?}, sharpened {sharp:?}"
+    );
+    // Divided by its temperature, the sharpened model gives the trained model's calibrated
+    // probabilities again.
+    assert!((sharp.error_after - trained.error_after).abs() < 0.01);
+    assert_eq!(
+        calibrate(&model).temperature,
+        trained.temperature,
+        "deterministic"
+    );
+    assert!(
+        catdog::inference::calibrate(&model, &empty, &normalization, &device, 64)
+            .unwrap()
+            .is_none()
+    );
 }
 
 /// Dropout draws new masks in every training pass and stays out of inference.

@@ -1,8 +1,10 @@
 //! Pictures of the numbers, as SVG or PNG: bar charts of photos per second ([`BarChart`]),
-//! and a training run's curves ([`Curves`]).
+//! a training run's curves ([`Curves`]), and a model's reliability diagram
+//! ([`ReliabilityDiagram`]).
 
 mod bars;
 mod curves;
+mod reliability;
 
 use std::path::Path;
 use std::sync::Once;
@@ -16,6 +18,7 @@ use crate::fs::write_atomically;
 
 pub use bars::{BarChart, BarGroup};
 pub use curves::{Curves, Series};
+pub use reliability::{ConfidenceBand, ReliabilityDiagram};
 
 /// Something [`write`] can draw on any plotters backend.
 pub trait Picture {
@@ -31,22 +34,46 @@ const COLORS: [RGBColor; 3] = [
     RGBColor(78, 154, 6),
 ];
 
-/// Writes `chart` to `path`, as SVG or PNG by its extension.
-pub fn write(chart: &impl Picture, path: &Path) -> Result<()> {
-    let (width, height) = chart.size();
+/// The two file formats a chart can be written in.
+enum Format {
+    Svg,
+    Png,
+}
+
+/// The format `path`'s extension names, or an error saying which ones a chart can have.
+fn format_of(path: &Path) -> Result<Format> {
     let extension = path
         .extension()
         .and_then(|e| e.to_str())
         .map(str::to_ascii_lowercase);
+    match extension.as_deref() {
+        Some("svg") => Ok(Format::Svg),
+        Some("png") => Ok(Format::Png),
+        _ => bail!(
+            "cannot draw {}: a chart file must end in .svg or .png",
+            path.display()
+        ),
+    }
+}
+
+/// Refuses a chart path [`write`] would refuse for its extension, before any work is done.
+pub fn check_chart_path(path: &Path) -> Result<()> {
+    format_of(path).map(|_| ())
+}
+
+/// Writes `chart` to `path`, as SVG or PNG by its extension.
+pub fn write(chart: &impl Picture, path: &Path) -> Result<()> {
+    let (width, height) = chart.size();
+    let format = format_of(path)?;
     // Both backends measure text with the bundled font to lay the chart out.
     register_font();
-    let bytes = match extension.as_deref() {
-        Some("svg") => {
+    let bytes = match format {
+        Format::Svg => {
             let mut svg = String::new();
             chart.draw(SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area())?;
             svg.into_bytes()
         }
-        Some("png") => {
+        Format::Png => {
             let mut pixels = vec![0u8; (width * height * 3) as usize];
             chart.draw(
                 BitMapBackend::with_buffer(&mut pixels, (width, height)).into_drawing_area(),
@@ -57,10 +84,6 @@ pub fn write(chart: &impl Picture, path: &Path) -> Result<()> {
                 .map_err(|err| anyhow!("cannot encode {}: {err}", path.display()))?;
             png
         }
-        _ => bail!(
-            "cannot draw {}: a chart file must end in .svg or .png",
-            path.display()
-        ),
     };
     write_atomically(path, &bytes)
 }

@@ -68,6 +68,9 @@ fn defaults() -> BenchSettings {
 }
 
 pub(super) fn run(args: BenchArgs) -> Result<ExitCode> {
+    if let Some(path) = &args.chart {
+        chart::check_chart_path(path)?;
+    }
     if !(args.seconds > 0.0 && args.seconds.is_finite()) {
         bail!("--seconds must be a positive number, not {}", args.seconds);
     }

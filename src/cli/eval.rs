@@ -7,9 +7,10 @@ use anyhow::Result;
 use clap::Args;
 
 use super::with_default;
+use crate::chart::{self, check_chart_path};
 use crate::device::{BackendChoice, Precision};
 use crate::inference::{
-    Photos, Predictor, check_contact_sheet_path, evaluate_folder, held_out_photos,
+    NOT_SURE_BELOW, Photos, Predictor, check_contact_sheet_path, evaluate_folder, held_out_photos,
     write_contact_sheet,
 };
 use crate::output;
@@ -20,6 +21,7 @@ use crate::training::TrainOptions;
     catdog eval --data data/oxford-pets   # your model, or the built-in one\n  \
     catdog eval --model models/big --data photos/test --worst 20 --json\n  \
     catdog eval --data photos/test --mistakes mistakes.png\n  \
+    catdog eval --data photos/test --calibration calibration.svg\n  \
     catdog eval --data photos --held-out --flip   # the photos `train --data photos` held out")]
 pub struct EvalArgs {
     /// Labelled photos: one sub-folder per class, or Kaggle's `cat.123.jpg` names.
@@ -54,6 +56,13 @@ pub struct EvalArgs {
     /// Average each photo's prediction with its mirror image's (twice the work).
     #[arg(long)]
     pub flip: bool,
+    /// Draw the reliability diagram (SVG or PNG): per band of probability, how many answers
+    /// were right.
+    #[arg(long, value_name = "F.svg")]
+    pub calibration: Option<PathBuf>,
+    #[arg(long, value_name = "P", value_parser = super::probability,
+          help = super::with_default(super::NOT_SURE_HELP, NOT_SURE_BELOW))]
+    pub not_sure_below: Option<f32>,
     /// Print the whole result as one JSON object.
     #[arg(long)]
     pub json: bool,
@@ -67,6 +76,9 @@ pub(super) fn run(args: EvalArgs) -> Result<ExitCode> {
     if let Some(sheet) = &args.mistakes {
         check_contact_sheet_path(sheet)?;
     }
+    if let Some(diagram) = &args.calibration {
+        check_chart_path(diagram)?;
+    }
     let backend = super::open_backend(args.backend, args.precision)?;
     let model = super::model_choice(args.model);
     let predictor = Predictor::load(&model, &backend)?.with_flip(args.flip);
@@ -76,13 +88,18 @@ pub(super) fn run(args: EvalArgs) -> Result<ExitCode> {
     } else {
         Photos::All
     };
-    let evaluation = evaluate_folder(&predictor, &args.data, subset, args.worst)?;
+    let not_sure_below = args.not_sure_below.unwrap_or(NOT_SURE_BELOW);
+    let evaluation = evaluate_folder(&predictor, &args.data, subset, args.worst, not_sure_below)?;
     for skip in &evaluation.skipped {
         eprintln!("warning: skipped {}: {}", skip.path.display(), skip.reason);
     }
     if let Some(sheet) = &args.mistakes {
         write_contact_sheet(&evaluation.most_confidently_wrong, sheet)?;
         eprintln!("Drew the mistakes in {}", sheet.display());
+    }
+    if let Some(diagram) = &args.calibration {
+        chart::write(&output::reliability_diagram(&evaluation), diagram)?;
+        eprintln!("Drew the reliability diagram in {}", diagram.display());
     }
     match args.json {
         true => {

@@ -118,6 +118,20 @@ const MODEL_HELP: &str = "Model folder written by `catdog train`, or `builtin` f
     built into catdog (trained on Kaggle photos) [default: models/catdog where it holds a \
     model, builtin otherwise]";
 
+/// `--not-sure-below`'s help, for predict and eval.
+const NOT_SURE_HELP: &str = "Call an answer \"not sure\" when its probability is below P \
+    (0 to 1; 0 never does)";
+
+/// A probability from 0 to 1, for clap.
+fn probability(text: &str) -> std::result::Result<f32, String> {
+    match text.parse::<f32>() {
+        Ok(p) if (0.0..=1.0).contains(&p) => Ok(p),
+        _ => Err(format!(
+            "{text} is not a probability: give a number from 0 to 1"
+        )),
+    }
+}
+
 /// The model `--model` names, or the default one when it is absent.
 fn model_choice(arg: Option<PathBuf>) -> ModelChoice {
     match arg {

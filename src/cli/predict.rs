@@ -9,7 +9,7 @@ use clap::Args;
 
 use crate::data::photos_in;
 use crate::device::{BackendChoice, Precision};
-use crate::inference::Predictor;
+use crate::inference::{NOT_SURE_BELOW, Predictor};
 use crate::output;
 
 #[derive(Debug, Args)]
@@ -33,6 +33,9 @@ pub struct PredictArgs {
     /// Average each photo's prediction with its mirror image's (twice the work).
     #[arg(long)]
     pub flip: bool,
+    #[arg(long, value_name = "P", value_parser = super::probability,
+          help = super::with_default(super::NOT_SURE_HELP, NOT_SURE_BELOW))]
+    pub not_sure_below: Option<f32>,
     /// Print one JSON object per photo.
     #[arg(long)]
     pub json: bool,
@@ -53,7 +56,9 @@ pub(super) fn run(args: PredictArgs) -> Result<ExitCode> {
     }
     let backend = super::open_backend(args.backend, args.precision)?;
     let model = super::model_choice(args.model);
-    let predictor = Predictor::load(&model, &backend)?.with_flip(args.flip);
+    let predictor = Predictor::load(&model, &backend)?
+        .with_flip(args.flip)
+        .with_not_sure_below(args.not_sure_below.unwrap_or(NOT_SURE_BELOW));
     eprintln!("{}", output::model_line(&predictor));
     if let Some(note) = output::generated_model_note(&predictor) {
         eprintln!("{note}");

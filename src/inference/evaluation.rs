@@ -8,7 +8,8 @@ use anyhow::{Result, bail};
 use burn::tensor::Device;
 use serde::Serialize;
 
-use super::{Predictor, log_probabilities, most_probable};
+use super::calibration::Reliability;
+use super::{Predictor, Readout, log_probabilities, most_probable};
 use crate::data::{
     Dataset, DecodeWatch, ImageSet, Normalization, Skipped, check_val_split, load_or_decode,
 };
@@ -30,7 +31,7 @@ pub fn evaluate(
         set.size(),
         normalization,
         device,
-        false,
+        Readout::PLAIN,
         Batch::Chosen(batch_size),
     )?;
     let mut loss_sum = 0.0;
@@ -71,6 +72,36 @@ pub struct Mistake {
     pub probability: f32,
 }
 
+/// A probability that leaves no doubt, for counting the wrong answers given with it.
+pub const SURE: f32 = 0.95;
+
+/// How the answers below a threshold of probability compare with the others.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct NotSure {
+    pub threshold: f32,
+    pub photos: usize,
+    /// Share right of the answers below the threshold, and of those at or above it (0 where
+    /// there are none).
+    pub accuracy: f64,
+    pub sure_accuracy: f64,
+}
+
+impl NotSure {
+    /// From each answer's probability and whether it was right.
+    pub fn of(answers: &[(f64, bool)], threshold: f32) -> NotSure {
+        let (unsure, sure): (Vec<_>, Vec<_>) = answers
+            .iter()
+            .partition(|(probability, _)| *probability < f64::from(threshold));
+        let right = |answers: &[&(f64, bool)]| answers.iter().filter(|a| a.1).count();
+        NotSure {
+            threshold,
+            photos: unsure.len(),
+            accuracy: ratio(right(&unsure), unsure.len()),
+            sure_accuracy: ratio(right(&sure), sure.len()),
+        }
+    }
+}
+
 /// Which photos of a folder to evaluate.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -98,6 +129,15 @@ pub struct Evaluation {
     pub per_class: Vec<ClassFigures>,
     /// The most confidently wrong photos, surest first.
     pub most_confidently_wrong: Vec<Mistake>,
+    /// The temperature the model's logits were divided by (1 for a model never calibrated).
+    pub temperature: f64,
+    /// Right answers per band of probability, and the expected calibration error.
+    pub reliability: Reliability,
+    /// Wrong answers given with a probability of [`SURE`] or more.
+    pub wrong_and_sure: usize,
+    /// The answers `predict` calls "not sure" (probability below `threshold`), and how
+    /// often those and the others were right.
+    pub not_sure: NotSure,
     /// How fast the model ran over the decoded photos: from pixels to probabilities, with the
     /// normalisation and the copy to the device, decoding excluded.
     pub infer_images_per_sec: f64,
@@ -107,12 +147,14 @@ pub struct Evaluation {
 }
 
 /// Evaluates `predictor` on the `subset` of the photos in `data`, whose classes must be the
-/// model's; keeps the `worst` most confidently wrong photos.
+/// model's; keeps the `worst` most confidently wrong photos, and counts the answers below
+/// `not_sure_below`.
 pub fn evaluate_folder(
     predictor: &Predictor,
     data: &Path,
     subset: Photos,
     worst: usize,
+    not_sure_below: f32,
 ) -> Result<Evaluation> {
     let dataset = Dataset::scan(data)?;
     let classes = predictor.info().classes.clone();
@@ -153,6 +195,7 @@ pub fn evaluate_folder(
 
     let mut confusion_matrix = vec![vec![0; classes.len()]; classes.len()];
     let mut mistakes = Vec::new();
+    let mut answers = Vec::with_capacity(chosen.len());
     let pixels: Vec<&[u8]> = chosen.iter().map(|&(i, _)| images.image(i)).collect();
     let started = Instant::now();
     let all_probabilities = predictor.probabilities(&pixels)?;
@@ -161,6 +204,7 @@ pub fn evaluate_folder(
         let (predicted, probability) = most_probable(&probabilities);
         let label = images.labels()[i];
         confusion_matrix[label][predicted] += 1;
+        answers.push((f64::from(probability), predicted == label));
         if predicted != label {
             mistakes.push(Mistake {
                 path: path.to_string_lossy().into_owned(),
@@ -172,6 +216,7 @@ pub fn evaluate_folder(
         }
     }
     mistakes.sort_by(|a, b| b.probability.total_cmp(&a.probability));
+    let wrong_and_sure = mistakes.iter().filter(|m| m.probability >= SURE).count();
     mistakes.truncate(worst);
 
     let correct: usize = (0..classes.len()).map(|c| confusion_matrix[c][c]).sum();
@@ -198,6 +243,10 @@ pub fn evaluate_folder(
         confusion_matrix,
         per_class,
         most_confidently_wrong: mistakes,
+        temperature: predictor.info().temperature(),
+        reliability: Reliability::of(&answers),
+        wrong_and_sure,
+        not_sure: NotSure::of(&answers, not_sure_below),
         infer_images_per_sec,
         skipped_photos: photos.skipped.len(),
         skipped: photos.skipped,

@@ -4,6 +4,7 @@
 //! Validation during training, `catdog eval` and `catdog predict` all go through one
 //! forward-and-read-back loop, [`log_probabilities`], so the three can never disagree.
 
+mod calibration;
 mod contact_sheet;
 mod evaluation;
 mod predict;
@@ -15,51 +16,76 @@ use crate::data::{Normalization, images_on};
 use crate::device::{Batch, explain_panic};
 use crate::model::SmallCnn;
 
+pub use calibration::{BINS, Bin, NOT_SURE_BELOW, Reliability, calibrate, fit_temperature, scale};
 pub use evaluation::evaluate;
 pub use predict::{Prediction, Predictor};
 
 pub(crate) use contact_sheet::{
     check_path as check_contact_sheet_path, write as write_contact_sheet,
 };
-pub(crate) use evaluation::{Evaluation, Mistake, Photos, evaluate_folder, held_out_photos};
+pub(crate) use evaluation::{Evaluation, Mistake, Photos, SURE, evaluate_folder, held_out_photos};
 
 /// Photos sent to the device at once by `predict` and `eval`.
 const BATCH: usize = 64;
 
+/// How the network's logits become probabilities.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Readout {
+    /// Average each image's probabilities with its mirror image's (test-time augmentation).
+    pub flip: bool,
+    /// Divide the logits by this before the softmax (temperature scaling; 1 leaves them).
+    pub temperature: f64,
+}
+
+impl Readout {
+    /// The network's own softmax, one pass per image.
+    pub const PLAIN: Readout = Readout {
+        flip: false,
+        temperature: 1.0,
+    };
+}
+
 /// Natural logarithms of the class probabilities of `images` (each `size × size × 3` bytes),
-/// one row per image, sent to the device a `batch` at a time. With `flip`, the probabilities
-/// are the mean of the image's and its mirror image's. A device failing (out of memory, lost)
-/// is an error saying what to try.
+/// one row per image, sent to the device a `batch` at a time, read out as `readout` says. A
+/// device failing (out of memory, lost) is an error saying what to try.
 pub(crate) fn log_probabilities(
     model: &SmallCnn,
     images: &[&[u8]],
     size: u32,
     normalization: &Normalization,
     device: &Device,
-    flip: bool,
+    readout: Readout,
     batch: Batch,
 ) -> Result<Vec<Vec<f64>>> {
     let mut rows = Vec::with_capacity(images.len());
     for chunk in images.chunks(batch.size().max(1)) {
         let pixels = normalization.to_chw(chunk.iter().copied(), size);
         rows.extend(explain_panic(batch, || {
-            log_probabilities_on_device(model, images_on(pixels, device), flip)
+            log_probabilities_on_device(model, images_on(pixels, device), readout)
         })?);
     }
     Ok(rows)
 }
 
-/// [`log_probabilities`] of a batch already on the device, normalised.
+/// [`log_probabilities`] of a batch already on the device, normalised. With a flip, each pass
+/// is scaled by the temperature before the two are averaged.
 pub(crate) fn log_probabilities_on_device(
     model: &SmallCnn,
     input: Tensor<4>,
-    flip: bool,
+    readout: Readout,
 ) -> Vec<Vec<f64>> {
-    if !flip {
-        return log_softmax_rows(model.forward(input));
+    let rows = |input| {
+        let rows = log_softmax_rows(model.forward(input));
+        if readout.temperature == 1.0 {
+            return rows;
+        }
+        rows.iter().map(|r| scale(r, readout.temperature)).collect()
+    };
+    if !readout.flip {
+        return rows(input);
     }
-    let plain = log_softmax_rows(model.forward(input.clone()));
-    let mirrored = log_softmax_rows(model.forward(input.flip([3])));
+    let plain = rows(input.clone());
+    let mirrored = rows(input.flip([3]));
     plain
         .into_iter()
         .zip(mirrored)
@@ -83,7 +109,11 @@ pub fn class_probabilities(
     flip: bool,
 ) -> Result<Vec<Vec<f32>>> {
     let batch = Batch::Chosen(images.len());
-    let rows = log_probabilities(model, images, size, normalization, device, flip, batch)?;
+    let readout = Readout {
+        flip,
+        ..Readout::PLAIN
+    };
+    let rows = log_probabilities(model, images, size, normalization, device, readout, batch)?;
     Ok(probabilities(rows))
 }
 
@@ -137,7 +167,8 @@ mod tests {
         let photos: Vec<&[u8]> = photos.iter().map(|p| p.as_slice()).collect();
         let normalization = Normalization::default();
         let batch = Batch::Fixed(2);
-        let err = log_probabilities(&model, &photos, 8, &normalization, &flex, false, batch)
+        let readout = Readout::PLAIN;
+        let err = log_probabilities(&model, &photos, 8, &normalization, &flex, readout, batch)
             .unwrap_err()
             .to_string();
         assert!(err.contains("the computation stopped"), "{err}");

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Result, bail};
 use burn::tensor::Device;
 
-use super::{BATCH, log_probabilities, most_probable, probabilities};
+use super::{BATCH, NOT_SURE_BELOW, Readout, log_probabilities, most_probable, probabilities};
 use crate::data::decode_photos;
 use crate::device::{Backend, Batch};
 use crate::model::{ModelChoice, ModelInfo, SmallCnn};
@@ -19,6 +19,9 @@ pub struct Prediction {
     pub probability: f32,
     /// Every class with its probability, in class order.
     pub probabilities: Vec<(String, f32)>,
+    /// Whether `probability` reached the predictor's threshold; below it, catdog says "not
+    /// sure" instead of the bare label.
+    pub sure: bool,
 }
 
 /// A saved model loaded on a backend.
@@ -28,6 +31,7 @@ pub struct Predictor {
     info: ModelInfo,
     device: Device,
     flip: bool,
+    not_sure_below: f32,
 }
 
 impl Predictor {
@@ -40,7 +44,20 @@ impl Predictor {
             info,
             device: backend.device.clone(),
             flip: false,
+            not_sure_below: NOT_SURE_BELOW,
         })
+    }
+
+    /// Answers below this probability are "not sure".
+    pub fn with_not_sure_below(self, not_sure_below: f32) -> Predictor {
+        Predictor {
+            not_sure_below,
+            ..self
+        }
+    }
+
+    pub fn not_sure_below(&self) -> f32 {
+        self.not_sure_below
     }
 
     /// Averages each photo's probabilities with those of its mirror image (test-time
@@ -90,7 +107,10 @@ impl Predictor {
             self.info.image_size,
             &self.info.normalization,
             &self.device,
-            self.flip,
+            Readout {
+                flip: self.flip,
+                temperature: self.info.temperature(),
+            },
             Batch::Fixed(BATCH),
         )?;
         if rows.iter().flatten().any(|p| p.is_nan()) {
@@ -113,6 +133,7 @@ impl Predictor {
             path: path.to_path_buf(),
             label: self.info.classes[best].clone(),
             probability,
+            sure: probability >= self.not_sure_below,
             probabilities: self
                 .info
                 .classes

@@ -14,7 +14,7 @@ use burn::tensor::Device;
 pub use builtin::{HELD_OUT_PHOTOS as BUILTIN_HELD_OUT, TRAINED_ON_PHOTOS as BUILTIN_TRAINED_ON};
 pub use network::SmallCnn;
 pub use norm_pool_relu::norm_pool_relu;
-pub use saved::{FORMAT_VERSION, ModelInfo, TrainedOn, save};
+pub use saved::{Calibration, FORMAT_VERSION, ModelInfo, TEMPERATURES, TrainedOn, save};
 
 /// Which trained model a command runs: never a surprise, so the output names it.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -123,6 +123,21 @@ impl SmallCnn {
         }
     }
 
+    /// The same network with every logit multiplied by `factor` (the classifier's weights and
+    /// bias scaled): the same answers, `factor` times as sure of them. For tests that need an
+    /// over-confident model.
+    #[doc(hidden)]
+    pub fn with_logits_scaled(self, factor: f32) -> SmallCnn {
+        let Linear { weight, bias } = self.classifier;
+        SmallCnn {
+            classifier: Linear {
+                weight: weight.map(|w| w * factor),
+                bias: bias.map(|b| b.map(|b| b * factor)),
+            },
+            ..self
+        }
+    }
+
     /// Multiply-adds of one forward pass over one `image_size` px photo: the four 3×3
     /// convolutions (each block halves the side) and the classifier, 50.7 million at 64 px.
     /// A training step costs about three times this (forward, and two gradients).

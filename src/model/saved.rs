@@ -56,6 +56,34 @@ pub struct ModelInfo {
     /// catdog recorded them.
     #[serde(default)]
     pub trained_on: Option<TrainedOn>,
+    /// The temperature its logits are divided by before the softmax, so that its probabilities
+    /// mean what they say, and what it was fitted on; absent in models saved before catdog
+    /// calibrated them (which then answer with temperature 1).
+    #[serde(default)]
+    pub calibration: Option<Calibration>,
+}
+
+/// Temperature scaling fitted on a run's validation photos: the one temperature that gives
+/// their labels the highest likelihood, and the calibration error before and after.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Calibration {
+    pub temperature: f64,
+    /// Validation photos it was fitted on.
+    pub photos: usize,
+    /// Expected calibration error (10 bins) on those photos at temperature 1, and at this one.
+    pub error_before: f64,
+    pub error_after: f64,
+}
+
+/// Temperatures a model description may hold: a wider range would only come from a damaged
+/// or hand-edited file.
+pub const TEMPERATURES: std::ops::RangeInclusive<f64> = 0.01..=100.0;
+
+impl ModelInfo {
+    /// The temperature to divide the logits by: the fitted one, or 1.
+    pub fn temperature(&self) -> f64 {
+        self.calibration.map_or(1.0, |c| c.temperature)
+    }
 }
 
 /// Which photos a model learned from, so that `catdog eval --held-out` scores it only on the
@@ -236,6 +264,14 @@ fn parse_info(text: &str, path: &Path) -> Result<ModelInfo> {
         IMAGE_SIZES.start(),
         IMAGE_SIZES.end()
     );
+    ensure!(
+        TEMPERATURES.contains(&info.temperature()),
+        "{} names the temperature {}: a model's temperature is from {} to {}",
+        path.display(),
+        info.temperature(),
+        TEMPERATURES.start(),
+        TEMPERATURES.end()
+    );
     Ok(info)
 }
 
@@ -262,6 +298,7 @@ mod tests {
             weights_bytes: 0,
             weights_crc32: 0,
             trained_on: None,
+            calibration: None,
         }
     }
 
@@ -320,6 +357,40 @@ mod tests {
             err.contains("at 100000 px") && err.contains("at 16 to 1024 px"),
             "{err}"
         );
+
+        // Nor divide every logit by zero or a negative temperature.
+        json["image_size"] = 16.into();
+        json["calibration"] = serde_json::json!({
+            "temperature": 0.0, "photos": 10, "error_before": 0.1, "error_after": 0.05
+        });
+        fs::write(dir.join(INFO_FILE), json.to_string()).unwrap();
+        let err = format!("{:#}", load(dir, &device).unwrap_err());
+        assert!(err.contains("names the temperature 0"), "{err}");
+    }
+
+    /// A model's calibration is saved and read back as it was; one without any answers at
+    /// temperature 1.
+    #[test]
+    fn the_calibration_round_trips() {
+        let dir = tempfile::tempdir().unwrap();
+        let dir = dir.path();
+        let device = Device::flex();
+        save(dir, &SmallCnn::new(2, 0.0, &device), &info()).unwrap();
+        assert_eq!(load(dir, &device).unwrap().1.temperature(), 1.0);
+        let calibration = Calibration {
+            temperature: 1.37,
+            photos: 200,
+            error_before: 0.061,
+            error_after: 0.012,
+        };
+        let calibrated = ModelInfo {
+            calibration: Some(calibration),
+            ..info()
+        };
+        save(dir, &SmallCnn::new(2, 0.0, &device), &calibrated).unwrap();
+        let (_, loaded) = load(dir, &device).unwrap();
+        assert_eq!(loaded.calibration, Some(calibration));
+        assert_eq!(loaded.temperature(), 1.37);
     }
 
     /// Saving into a folder shared with other files removes only the weights catdog.json

@@ -1,6 +1,8 @@
-//! `catdog eval` for people (its JSON is the [`Evaluation`] itself).
+//! `catdog eval` for people (its JSON is the [`Evaluation`] itself), and its reliability
+//! diagram.
 
-use crate::inference::{Evaluation, Photos};
+use crate::chart::{ConfidenceBand, ReliabilityDiagram, format_count};
+use crate::inference::{Evaluation, Photos, SURE};
 
 /// `catdog eval` for people: accuracy, a line per class, the confusion matrix, the mistakes.
 pub fn evaluation_text(evaluation: &Evaluation) -> String {
@@ -27,6 +29,7 @@ pub fn evaluation_text(evaluation: &Evaluation) -> String {
         "\nthe model ran at {:.0} photos/s (decoded photos to probabilities)",
         evaluation.infer_images_per_sec
     ));
+    out.push_str(&calibration_text(evaluation));
     out.push_str("\n\nclass  photos  precision  recall\n");
     for figures in &evaluation.per_class {
         out.push_str(&format!(
@@ -58,4 +61,62 @@ pub fn evaluation_text(evaluation: &Evaluation) -> String {
         }
     }
     out
+}
+
+/// How far its probabilities can be trusted: the calibration error, the wrong answers it was
+/// sure of, and how the "not sure" answers compare with the others.
+fn calibration_text(evaluation: &Evaluation) -> String {
+    let temperature = if evaluation.temperature == 1.0 {
+        "no temperature fitted".to_string()
+    } else {
+        format!(
+            "logits divided by the temperature {:.2} fitted in training",
+            evaluation.temperature
+        )
+    };
+    let mut out = format!(
+        "\ncalibration error {:.1} % ({temperature}; 0 % means a photo called 0.9 is right 9 \
+         times in 10)\nwrong answers with a probability of {SURE:.2} or more: {} of {} photos",
+        evaluation.reliability.error * 100.0,
+        format_count(evaluation.wrong_and_sure as u64),
+        format_count(evaluation.photos as u64),
+    );
+    let not_sure = &evaluation.not_sure;
+    if not_sure.threshold > 0.0 {
+        let share = not_sure.photos as f64 / evaluation.photos.max(1) as f64;
+        out.push_str(&format!(
+            "\n\"not sure\" (below {:.2}): {} photos ({:.1} %), {:.1} % of them right; the \
+             other answers {:.1} % right",
+            not_sure.threshold,
+            format_count(not_sure.photos as u64),
+            share * 100.0,
+            not_sure.accuracy * 100.0,
+            not_sure.sure_accuracy * 100.0
+        ));
+    }
+    out
+}
+
+/// The reliability diagram of `evaluation`, for `catdog eval --calibration`.
+pub fn reliability_diagram(evaluation: &Evaluation) -> ReliabilityDiagram {
+    ReliabilityDiagram {
+        title: format!(
+            "{} photos: calibration error {:.1} %",
+            format_count(evaluation.photos as u64),
+            evaluation.reliability.error * 100.0
+        ),
+        bands: evaluation
+            .reliability
+            .bins
+            .iter()
+            .map(|bin| ConfidenceBand {
+                low: bin.low,
+                high: bin.high,
+                photos: bin.photos,
+                confidence: bin.mean_confidence,
+                accuracy: bin.accuracy,
+            })
+            .collect(),
+        lowest: 1.0 / evaluation.classes.len().max(1) as f64,
+    }
 }

@@ -6,18 +6,20 @@ use super::lossy;
 use crate::inference::Prediction;
 use crate::model::ModelChoice;
 
-/// `photo.jpg  dog  0.93`, the path padded to `path_width`.
+/// `photo.jpg  dog  0.93`, or `photo.jpg  not sure (cat 0.58)` below the threshold, the path
+/// padded to `path_width`.
 pub fn prediction_line(prediction: &Prediction, path_width: usize) -> String {
-    format!(
-        "{:<path_width$}  {}  {:.2}",
-        prediction.path.display(),
-        prediction.label,
-        prediction.probability
-    )
+    let path = prediction.path.display();
+    let (label, probability) = (&prediction.label, prediction.probability);
+    match prediction.sure {
+        true => format!("{path:<path_width$}  {label}  {probability:.2}"),
+        false => format!("{path:<path_width$}  not sure ({label} {probability:.2})"),
+    }
 }
 
-/// `{"path": …, "label": …, "probability": …, "probabilities": {"cat": …, "dog": …},
-/// "model": …}`, the model as [`super::model_name`] gives it.
+/// `{"path": …, "answer": "dog" or "not sure", "label": …, "probability": …, "sure": …,
+/// "probabilities": {"cat": …, "dog": …}, "model": …}`, the model as [`super::model_name`]
+/// gives it; `label` is the most probable class, sure or not.
 pub fn prediction_json(prediction: &Prediction, model: &ModelChoice) -> Value {
     let probabilities: serde_json::Map<String, Value> = prediction
         .probabilities
@@ -26,8 +28,10 @@ pub fn prediction_json(prediction: &Prediction, model: &ModelChoice) -> Value {
         .collect();
     json!({
         "path": lossy(&prediction.path),
+        "answer": if prediction.sure { prediction.label.as_str() } else { "not sure" },
         "label": prediction.label,
         "probability": prediction.probability,
+        "sure": prediction.sure,
         "probabilities": probabilities,
         "model": super::model_name(model),
     })

@@ -49,6 +49,19 @@ pub fn train_summary(report: &TrainReport) -> String {
             )
         }
     };
+    let calibration = report
+        .calibration
+        .map(|c| {
+            format!(
+                "\nIts probabilities are calibrated on those {} photos: logits divided by a \
+                 temperature of {:.2}, calibration error {:.1} % → {:.1} %.",
+                c.photos,
+                c.temperature,
+                c.error_before * 100.0,
+                c.error_after * 100.0
+            )
+        })
+        .unwrap_or_default();
     let took: f64 = report.epochs.iter().map(|e| e.train_seconds).sum();
     let waiting = format!(
         "The {} epochs over these {} photos took {}; at that speed, {EPOCHS} epochs over the {} \
@@ -66,7 +79,7 @@ pub fn train_summary(report: &TrainReport) -> String {
         "Trained on {} photos of {} from {}{skipped}, {} epochs, backend {} on {}{}.\n\
          {decode}Training ran at {speed}.\n\
          {waiting}\n\
-         {which}{accuracy}.\n\
+         {which}{accuracy}.{calibration}\n\
          Model saved in {}; try: catdog predict --model {} PHOTO",
         report.train_images,
         report.classes.join(" and "),
@@ -96,6 +109,7 @@ pub fn train_json(report: &TrainReport) -> Value {
         "first_epoch_images_per_sec": report.epochs[0].train_images_per_sec,
         "val_accuracy": kept.val_accuracy,
         "val_loss": kept.val_loss,
+        "calibration": report.calibration,
         "train_loss": kept.train_loss,
         "model": lossy(&report.model_dir),
         "data": report.data,

@@ -26,7 +26,10 @@ use burn::module::Module;
 
 use crate::data::{DataSpec, Normalization, PreparedData, Skipped, prepare};
 use crate::device::Backend;
-use crate::model::{self, ARCHITECTURE, ARCHITECTURE_VERSION, ModelInfo, SmallCnn, TrainedOn};
+use crate::inference::calibrate;
+use crate::model::{
+    self, ARCHITECTURE, ARCHITECTURE_VERSION, Calibration, ModelInfo, SmallCnn, TrainedOn,
+};
 use fit::{FitOutcome, FitRun, RunState, fit_from};
 use out_folder::OutFolder;
 use settings::RunSettings;
@@ -59,6 +62,8 @@ pub struct TrainReport {
     /// Photos decoded per second, when photos were read from disk.
     pub decode_images_per_sec: Option<f64>,
     pub epochs: Vec<EpochStats>,
+    /// The temperature fitted on the validation photos; `None` without any.
+    pub calibration: Option<Calibration>,
     pub model_dir: PathBuf,
 }
 
@@ -172,7 +177,7 @@ pub fn train(
             }));
         }
     };
-    save_model(
+    let calibration = save_model(
         options,
         backend,
         &data,
@@ -190,6 +195,7 @@ pub fn train(
         skipped: data.skipped,
         decode_images_per_sec: data.decode_images_per_sec,
         epochs,
+        calibration,
         model_dir: options.out.clone(),
     })))
 }
@@ -238,8 +244,9 @@ fn prepare_data(options: &TrainOptions, progress: &mut dyn TrainProgress) -> Res
     prepare(spec, progress)
 }
 
-/// Writes the kept epoch's network and its description into `options.out`, and the run's
-/// curves beside them (a curve that cannot be drawn costs a note, not the model).
+/// Writes the kept epoch's network and its description into `options.out`, with the temperature
+/// fitted on the validation photos, and the run's curves beside them (a curve that cannot be
+/// drawn costs a note, not the model). Returns that calibration.
 fn save_model(
     options: &TrainOptions,
     backend: &Backend,
@@ -248,8 +255,15 @@ fn save_model(
     epochs: &[EpochStats],
     normalization: &Normalization,
     progress: &mut dyn TrainProgress,
-) -> Result<()> {
+) -> Result<Option<Calibration>> {
     let kept = kept_epoch(epochs);
+    let calibration = calibrate(
+        model,
+        &data.val,
+        normalization,
+        &backend.device,
+        options.settings.batch_size,
+    )?;
     let info = ModelInfo {
         format_version: model::FORMAT_VERSION,
         catdog_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -272,13 +286,14 @@ fn save_model(
             val_split: options.val_split,
             seed: options.settings.seed,
         }),
+        calibration,
     };
     model::save(&options.out, model, &info)?;
     let curves = options.out.join(CURVES_FILE);
     if let Err(err) = curves::write(epochs, kept.epoch, &curves) {
         progress.note(&format!("could not draw {}: {err:#}", curves.display()));
     }
-    Ok(())
+    Ok(calibration)
 }
 
 /// Disk space a run needs in its model folder: the model, and a checkpoint (network and
