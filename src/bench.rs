@@ -22,8 +22,9 @@ use burn::tensor::Tensor;
 use serde::Serialize;
 
 use crate::data::{
-    AugmentEpoch, Dataset, DecodeWatch, DeviceBatch, HostBatch, ImageSet, Normalization, Sample,
-    batch_indices, batch_rng, decode_photos, load_or_decode, prefetch, synth,
+    AugmentEpoch, Augmentation, Dataset, DecodeWatch, DeviceBatch, HostBatch, ImageSet,
+    Normalization, Sample, batch_indices, batch_rng, decode_photos, load_or_decode, prefetch,
+    synth,
 };
 use crate::device::{
     self, Backend, BackendKind, Batch, CpuInfo, GpuAdapter, Precision, explain_panic,
@@ -324,7 +325,8 @@ fn bench_backend(
                 number += 1;
                 let mut rng = batch_rng(7, 1, number);
                 let indices = &order[number % order.len()];
-                Ok(HostBatch::new(cached, indices, &normalization, Some(&mut rng)).len())
+                let augment = Some((Augmentation::Light, &mut rng));
+                Ok(HostBatch::new(cached, indices, &normalization, augment).len())
             })?;
 
             progress.started(backend, "training from the pixel cache");
@@ -333,7 +335,11 @@ fn bench_backend(
                 / batch_size as f64) as usize
                 + 8;
             let cycled: Vec<Vec<usize>> = order.iter().cycle().take(needed).cloned().collect();
-            let augmentation = Some(AugmentEpoch { seed: 7, epoch: 1 });
+            let augmentation = Some(AugmentEpoch {
+                kind: Augmentation::Light,
+                seed: 7,
+                epoch: 1,
+            });
             let end_to_end = std::thread::scope(|scope| {
                 let mut ready =
                     prefetch(scope, cached, &cycled, 0, &normalization, augmentation).into_iter();

@@ -7,6 +7,7 @@ use anyhow::Result;
 use clap::Args;
 
 use super::with_default;
+use crate::data::Augmentation;
 use crate::device::{self, BackendChoice, Precision};
 use crate::model::ModelChoice;
 use crate::output::{self, TerminalProgress};
@@ -68,9 +69,10 @@ pub struct TrainArgs {
           help = with_default("Seeds the weights, the split, the shuffling and the augmentation",
                               defaults().settings.seed))]
     pub seed: Option<u64>,
-    /// Randomly flip, crop and colour-shift the training pictures, differently every epoch
-    #[arg(long)]
-    pub augment: bool,
+    /// Vary the training pictures, differently every epoch: `--augment` alone is `light`
+    #[arg(long, value_enum, value_name = "KIND", num_args = 0..=1,
+          default_missing_value = "light")]
+    pub augment: Option<Augmentation>,
     #[arg(long, value_name = "F",
           help = with_default("Zero this fraction of the features before the classifier in \
                                every training step", defaults().settings.dropout))]

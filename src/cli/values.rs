@@ -3,6 +3,7 @@
 use clap::ValueEnum;
 use clap::builder::PossibleValue;
 
+use crate::data::Augmentation;
 use crate::device::{BackendChoice, Precision};
 use crate::training::Schedule;
 
@@ -29,6 +30,16 @@ impl ValueEnum for Schedule {
 impl ValueEnum for Precision {
     fn value_variants<'a>() -> &'a [Self] {
         &Precision::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(self.name()).help(self.help()))
+    }
+}
+
+impl ValueEnum for Augmentation {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Augmentation::ALL
     }
 
     fn to_possible_value(&self) -> Option<PossibleValue> {

@@ -6,7 +6,7 @@ use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use serde::{Deserialize, Serialize};
 
-use super::augment::augment;
+use super::augment::{Augmentation, augment};
 use super::images::ImageSet;
 
 /// Per-channel mean and standard deviation that pixels (scaled to 0..1) are normalised with.
@@ -59,19 +59,20 @@ pub struct HostBatch {
 }
 
 impl HostBatch {
-    /// The images at `indices` of `set`, augmented with `augmentation`'s draws when given.
+    /// The images at `indices` of `set`, augmented as `augmentation` says with its random
+    /// generator's draws when given.
     pub fn new(
         set: &ImageSet,
         indices: &[usize],
         normalization: &Normalization,
-        augmentation: Option<&mut StdRng>,
+        augmentation: Option<(Augmentation, &mut StdRng)>,
     ) -> HostBatch {
         let images = match augmentation {
             None => normalization.to_chw(indices.iter().map(|&i| set.image(i)), set.size()),
-            Some(rng) => {
+            Some((kind, rng)) => {
                 let mut augmented = vec![0u8; indices.len() * set.image_bytes()];
                 for (&i, out) in indices.iter().zip(augmented.chunks_mut(set.image_bytes())) {
-                    augment(set.image(i), set.size(), rng, out);
+                    augment(kind, set.image(i), set.size(), rng, out);
                 }
                 normalization.to_chw(augmented.chunks(set.image_bytes()), set.size())
             }

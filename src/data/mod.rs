@@ -22,6 +22,7 @@ pub use decode::{Skipped, decode_photo};
 pub use images::ImageSet;
 pub use prepare::DataProgress;
 
+pub use augment::Augmentation;
 pub(crate) use augment::batch_rng;
 pub(crate) use batch::{DeviceBatch, HostBatch, batch_indices, images_on};
 pub(crate) use cache::{DecodeWatch, load_or_decode};

@@ -4,7 +4,7 @@
 use std::sync::mpsc::{Receiver, sync_channel};
 use std::thread::Scope;
 
-use super::augment::batch_rng;
+use super::augment::{Augmentation, batch_rng};
 use super::batch::{HostBatch, Normalization};
 use super::images::ImageSet;
 
@@ -12,9 +12,10 @@ use super::images::ImageSet;
 /// batches held in memory besides the one in use.
 const PREFETCH_BATCHES: usize = 2;
 
-/// Augmentation draws for one epoch of a run: the run's seed and the epoch.
+/// Augmentation for one epoch of a run: which kind, and its draws' run seed and epoch.
 #[derive(Clone, Copy, Debug)]
 pub struct AugmentEpoch {
+    pub kind: Augmentation,
     pub seed: u64,
     pub epoch: usize,
 }
@@ -32,8 +33,9 @@ pub fn prefetch<'scope>(
     let (ready, receiver) = sync_channel(PREFETCH_BATCHES);
     scope.spawn(move || {
         for (number, indices) in batches.iter().enumerate().skip(first) {
-            let mut rng = augmentation.map(|a| batch_rng(a.seed, a.epoch, number));
-            let batch = HostBatch::new(set, indices, normalization, rng.as_mut());
+            let mut rng = augmentation.map(|a| (a.kind, batch_rng(a.seed, a.epoch, number)));
+            let augment = rng.as_mut().map(|(kind, rng)| (*kind, rng));
+            let batch = HostBatch::new(set, indices, normalization, augment);
             if ready.send(batch).is_err() {
                 return; // the training loop stopped early
             }
@@ -52,7 +54,12 @@ mod tests {
         let set = crate::data::synth::generate(20, 16, 3);
         let batches = batch_indices(set.len(), 6, Some(1));
         let norm = Normalization::default();
-        let augmentation = Some(AugmentEpoch { seed: 5, epoch: 2 });
+        let kind = Augmentation::Photo;
+        let augmentation = Some(AugmentEpoch {
+            kind,
+            seed: 5,
+            epoch: 2,
+        });
         let received: Vec<HostBatch> = std::thread::scope(|scope| {
             prefetch(scope, &set, &batches, 1, &norm, augmentation)
                 .into_iter()
@@ -61,7 +68,7 @@ mod tests {
         assert_eq!(received.len(), batches.len() - 1, "starts at batch 1");
         for (number, batch) in received.iter().enumerate().map(|(i, b)| (i + 1, b)) {
             let mut rng = batch_rng(5, 2, number);
-            let direct = HostBatch::new(&set, &batches[number], &norm, Some(&mut rng));
+            let direct = HostBatch::new(&set, &batches[number], &norm, Some((kind, &mut rng)));
             assert_eq!(batch.labels, direct.labels);
             assert_eq!(batch.images, direct.images);
             let plain = HostBatch::new(&set, &batches[number], &norm, None);

@@ -214,7 +214,8 @@ fn run_epoch(
     progress.epoch_started(epoch, settings.epochs, batches.len());
     let started = Instant::now();
     let mut photos_this_session = 0;
-    let augmentation = settings.augment.then_some(AugmentEpoch {
+    let augmentation = settings.augment.is_on().then_some(AugmentEpoch {
+        kind: settings.augment,
         seed: settings.seed,
         epoch,
     });

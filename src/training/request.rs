@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use super::checkpoint;
 use super::schedule::Schedule;
 use super::settings::{DEMO_OUT, FitSettings, PHOTOS_OUT, TrainOptions};
+use crate::data::Augmentation;
 use crate::device::Precision;
 
 /// The settings given on the command line, each `None` (or `false`) where its flag was not.
@@ -22,7 +23,7 @@ pub struct TrainRequest {
     pub patience: Option<usize>,
     pub val_split: Option<f64>,
     pub seed: Option<u64>,
-    pub augment: bool,
+    pub augment: Option<Augmentation>,
     pub dropout: Option<f64>,
     pub label_smoothing: Option<f64>,
     pub precision: Option<Precision>,
@@ -76,7 +77,7 @@ impl TrainRequest {
                 schedule: self.schedule.unwrap_or(fit.schedule),
                 weight_decay: self.weight_decay.unwrap_or(fit.weight_decay),
                 seed: self.seed.unwrap_or(fit.seed),
-                augment: self.augment,
+                augment: self.augment.unwrap_or(fit.augment),
                 patience: self.patience,
                 dropout: self.dropout.unwrap_or(fit.dropout),
                 label_smoothing: self.label_smoothing.unwrap_or(fit.label_smoothing),

@@ -12,6 +12,7 @@ use super::progress::TrainProgress;
 use super::request::TrainRequest;
 use super::schedule::Schedule;
 use super::settings::{RunSettings, TrainOptions};
+use crate::data::Augmentation;
 use crate::device::Precision;
 
 impl CheckpointState {
@@ -136,8 +137,11 @@ fn resumed_options(request: &TrainRequest) -> Result<TrainOptions> {
             request.precision.map(Precision::name),
             options.precision.name(),
         ),
-        (request.augment && !settings.augment)
-            .then(|| "--augment (the run does not augment)".to_string()),
+        differs(
+            "--augment",
+            request.augment.map(Augmentation::name),
+            settings.augment.name(),
+        ),
     ]
     .into_iter()
     .flatten()

@@ -7,7 +7,7 @@ use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
 
 use super::schedule::Schedule;
-use crate::data::check_val_split;
+use crate::data::{Augmentation, check_val_split};
 use crate::device::Precision;
 use crate::model::IMAGE_SIZES;
 
@@ -111,8 +111,8 @@ pub struct FitSettings {
     /// Seeds the weights' initialisation, the validation split, the shuffling and the
     /// augmentation.
     pub seed: u64,
-    /// Flip, crop and colour-jitter the training pictures.
-    pub augment: bool,
+    /// How the training pictures are varied (flips, crops, colours).
+    pub augment: Augmentation,
     /// Stop early once validation accuracy has not improved for this many epochs.
     pub patience: Option<usize>,
     /// Fraction of the features zeroed before the classifier in every training step.
@@ -166,7 +166,7 @@ impl Default for FitSettings {
             schedule: Schedule::Cosine,
             weight_decay: 5e-4,
             seed: 42,
-            augment: false,
+            augment: Augmentation::Off,
             patience: None,
             dropout: 0.0,
             label_smoothing: 0.0,
