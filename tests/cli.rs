@@ -910,6 +910,35 @@ fn eval_held_out_refuses_photos_the_model_may_have_learned_from() {
     assert!(stderr(&output).contains(path(&data)), "{}", stderr(&output));
     assert_success(&eval(&model, &other, &[]));
 
+    // A copy of the folder, whose photos have other modification times, holds the same
+    // photos: the same ones are held out.
+    let copy = dir.path().join("copy");
+    for class in ["cat", "dog"] {
+        copy_folder(&data.join(class), &copy.join(class));
+    }
+    let touched = fs::read_dir(copy.join("cat"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap();
+    let long_ago = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1 << 30);
+    let file = fs::File::options()
+        .write(true)
+        .open(touched.path())
+        .unwrap();
+    file.set_modified(long_ago).unwrap();
+    let output = eval(&model, &copy, &["--held-out", "--json"]);
+    assert_success(&output);
+    let copied: Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+    assert_eq!(copied["photos"], held_out["photos"]);
+    assert_eq!(copied["accuracy"], held_out["accuracy"]);
+    // Not one with a photo fewer.
+    fs::remove_file(touched.path()).unwrap();
+    assert_fails_with(
+        &eval(&model, &copy, &["--held-out"]),
+        "does not hold those photos",
+    );
+
     let generated = dir.path().join("generated");
     train(&["--generated", "40"], &generated);
     assert_fails_with(

@@ -14,7 +14,7 @@ use rand::SeedableRng;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 
-use super::fingerprint::fingerprint;
+use super::fingerprint::{Times, fingerprint};
 
 /// File extensions read as photos (any case).
 pub const PHOTO_EXTENSIONS: [&str; 7] = ["jpg", "jpeg", "png", "webp", "bmp", "gif", "jfif"];
@@ -61,6 +61,9 @@ pub struct Dataset {
     /// time. Any photo added, removed, replaced or touched changes it; the path `root` is
     /// given by does not.
     pub fingerprint: String,
+    /// The same without the modification times: class, path inside `root` and size. A copy
+    /// of the folder keeps it.
+    pub listing: String,
 }
 
 impl Dataset {
@@ -87,14 +90,15 @@ impl Dataset {
             .enumerate()
             .flat_map(|(label, paths)| paths.into_iter().map(move |path| Sample { path, label }))
             .collect();
+        let fingerprint_with = |times| {
+            let samples = samples.iter().map(|s| (s.path.as_path(), s.label));
+            fingerprint(root, &classes, samples, times)
+        };
         Ok(Dataset {
             root: root.to_path_buf(),
             layout,
-            fingerprint: fingerprint(
-                root,
-                &classes,
-                samples.iter().map(|s| (s.path.as_path(), s.label)),
-            ),
+            fingerprint: fingerprint_with(Times::Included),
+            listing: fingerprint_with(Times::Left),
             classes,
             samples,
         })

@@ -52,6 +52,9 @@ pub struct PreparedData {
     pub decode_images_per_sec: Option<f64>,
     /// Identifies the exact pictures, so that a resumed run can check it has the same ones.
     pub fingerprint: String,
+    /// The photo folder's listing ([`crate::data::Dataset::listing`]); `None` for generated
+    /// pictures.
+    pub listing: Option<String>,
 }
 
 /// The pictures `spec` names, decoded and split.
@@ -78,6 +81,7 @@ fn prepare_generated(spec: DataSpec, progress: &mut dyn DataProgress) -> Prepare
         skipped: Vec::new(),
         decode_images_per_sec: None,
         fingerprint: generated_fingerprint(spec.generated_count, spec.image_size, spec.seed),
+        listing: None,
     }
 }
 
@@ -144,6 +148,7 @@ fn prepare_folder(
         skipped: photos.skipped,
         decode_images_per_sec,
         fingerprint: dataset.fingerprint,
+        listing: Some(dataset.listing),
     })
 }
 

@@ -302,12 +302,17 @@ fn check_trained_on(info: &ModelInfo, dataset: &Dataset) -> Result<()> {
             "the model was trained on generated pictures, so none of the photos in {here} were \
              held out of its training: evaluate it without --held-out"
         ),
-        Some(folder) if trained.data_fingerprint != dataset.fingerprint => bail!(
-            "the model was trained on {}, and {here} does not hold those photos as they were \
+        Some(folder)
+            if trained.data_fingerprint != dataset.fingerprint
+                && trained.data_listing.as_ref() != Some(&dataset.listing) =>
+        {
+            bail!(
+                "the model was trained on {}, and {here} does not hold those photos as they were \
              then (added, removed or changed photos), so --held-out cannot tell which ones \
              training held out: evaluate without --held-out, or on that folder",
-            folder.display()
-        ),
+                folder.display()
+            )
+        }
         Some(_) => Ok(()),
     }
 }

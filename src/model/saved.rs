@@ -94,6 +94,10 @@ pub struct TrainedOn {
     pub data: Option<PathBuf>,
     /// The folder's fingerprint then (see [`crate::data::Dataset`]).
     pub data_fingerprint: String,
+    /// Its listing then (names and sizes, no times), which a copy of the folder keeps; absent
+    /// in models saved before catdog recorded it.
+    #[serde(default)]
+    pub data_listing: Option<String>,
     /// The share of each class held out, and the seed that chose them.
     pub val_split: f64,
     pub seed: u64,

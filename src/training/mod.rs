@@ -283,6 +283,7 @@ fn save_model(
         trained_on: Some(TrainedOn {
             data: options.data.clone(),
             data_fingerprint: data.fingerprint.clone(),
+            data_listing: data.listing.clone(),
             val_split: options.val_split,
             seed: options.settings.seed,
         }),
