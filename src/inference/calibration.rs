@@ -20,7 +20,7 @@ pub const BINS: usize = 10;
 pub const NOT_SURE_BELOW: f32 = 0.8;
 
 /// Fits the temperature of `model` on the labelled pictures `set` (a run's validation
-/// photos); `None` for an empty set.
+/// photos); `None` for an empty set, or one that does not bound it (see [`fit_temperature`]).
 pub fn calibrate(
     model: &SmallCnn,
     set: &ImageSet,
@@ -42,13 +42,21 @@ pub fn calibrate(
         Batch::Chosen(batch_size),
     )?;
     let labels = set.labels();
-    let temperature = fit_temperature(&rows, labels);
+    let Some(fitted) = fit_temperature(&rows, labels) else {
+        return Ok(None);
+    };
+    // Never sharper than the network itself: a temperature below 1 fitted on validation
+    // photos like the training ones made a model surer on photos unlike them, and wrong
+    // more often at 0.95 or more (docs/accuracy.md, 2026-12-03: 10 such answers of 2,002
+    // at 1, 21 at the fitted 0.88).
+    let temperature = fitted.max(1.0);
     let error_at = |temperature: f64| {
         let scaled: Vec<Vec<f64>> = rows.iter().map(|r| scale(r, temperature)).collect();
         Reliability::of_log_probabilities(&scaled, labels).error
     };
     Ok(Some(Calibration {
         temperature,
+        fitted,
         photos: set.len(),
         error_before: error_at(1.0),
         error_after: error_at(temperature),
@@ -58,8 +66,11 @@ pub fn calibrate(
 /// The temperature `T` that minimises the mean negative log-likelihood of `labels` under
 /// `softmax(row / T)`. Each row may be logits or log-probabilities (the softmax of either,
 /// divided by `T`, is the same). The likelihood is convex in `1 / T`, so a golden-section
-/// search over `1 / T` finds the one minimum, within catdog's range of temperatures.
-pub fn fit_temperature(rows: &[Vec<f64>], labels: &[usize]) -> f64 {
+/// search over `1 / T` finds the one minimum, within catdog's range of temperatures. `None`
+/// where it is at the cold end: photos all answered right keep rewarding a colder
+/// temperature, which would make every answer 1.00 and "not sure" never said. The hot end
+/// stays: a model no better than a coin toss on them is told to answer about 0.5, not sure.
+pub fn fit_temperature(rows: &[Vec<f64>], labels: &[usize]) -> Option<f64> {
     let loss = |inverse: f64| {
         rows.iter()
             .zip(labels)
@@ -85,8 +96,11 @@ pub fn fit_temperature(rows: &[Vec<f64>], labels: &[usize]) -> f64 {
         }
     }
     let temperature = 2.0 / (low + high);
+    if temperature < TEMPERATURES.start() * 1.01 {
+        return None;
+    }
     // A round figure, as catdog.json shows it: the third decimal changes no answer.
-    (temperature * 1000.0).round() / 1000.0
+    Some((temperature * 1000.0).round() / 1000.0)
 }
 
 /// A row of logits or log-probabilities divided by `temperature`, as log-probabilities.
@@ -193,7 +207,7 @@ mod tests {
     #[test]
     fn an_overconfident_model_gets_its_stretch_back_as_temperature() {
         let (rows, labels) = overconfident(2.5, 20_000);
-        let temperature = fit_temperature(&rows, &labels);
+        let temperature = fit_temperature(&rows, &labels).unwrap();
         assert!((2.3..2.7).contains(&temperature), "{temperature}");
         let before = Reliability::of_log_probabilities(&rows, &labels).error;
         let scaled: Vec<Vec<f64>> = rows.iter().map(|r| scale(r, temperature)).collect();
@@ -201,8 +215,20 @@ mod tests {
         assert!(before > 0.08 && after < 0.02, "{before} → {after}");
         // The same photos, honestly reported, need no temperature.
         let (honest, labels) = overconfident(1.0, 20_000);
-        let temperature = fit_temperature(&honest, &labels);
+        let temperature = fit_temperature(&honest, &labels).unwrap();
         assert!((0.9..1.1).contains(&temperature), "{temperature}");
+    }
+
+    /// Photos all answered right do not bound the temperature: no fit, rather than the
+    /// coldest one allowed. Photos all answered wrong get the hottest: answers near 0.5.
+    #[test]
+    fn photos_all_right_fit_no_temperature_and_all_wrong_the_hottest() {
+        let rows = vec![vec![0.0, 1.5], vec![0.3, 0.0], vec![0.0, 0.2]];
+        assert_eq!(fit_temperature(&rows, &[1, 0, 1]), None);
+        let hottest = fit_temperature(&rows, &[0, 1, 0]).unwrap();
+        assert!(hottest > 99.0, "{hottest}");
+        let mixed = fit_temperature(&rows, &[1, 1, 1]).unwrap();
+        assert!(mixed > 0.0 && mixed < 99.0, "{mixed}");
     }
 
     #[test]

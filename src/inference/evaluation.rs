@@ -129,8 +129,9 @@ pub struct Evaluation {
     pub per_class: Vec<ClassFigures>,
     /// The most confidently wrong photos, surest first.
     pub most_confidently_wrong: Vec<Mistake>,
-    /// The temperature the model's logits were divided by (1 for a model never calibrated).
-    pub temperature: f64,
+    /// The temperature the model's logits were divided by; `None` for a model without one,
+    /// which answers at temperature 1.
+    pub temperature: Option<f64>,
     /// Right answers per band of probability, and the expected calibration error.
     pub reliability: Reliability,
     /// Wrong answers given with a probability of [`SURE`] or more.
@@ -243,7 +244,7 @@ pub fn evaluate_folder(
         confusion_matrix,
         per_class,
         most_confidently_wrong: mistakes,
-        temperature: predictor.info().temperature(),
+        temperature: predictor.info().calibration.map(|c| c.temperature),
         reliability: Reliability::of(&answers),
         wrong_and_sure,
         not_sure: NotSure::of(&answers, not_sure_below),

@@ -64,10 +64,12 @@ pub struct ModelInfo {
 }
 
 /// Temperature scaling fitted on a run's validation photos: the one temperature that gives
-/// their labels the highest likelihood, and the calibration error before and after.
+/// their labels the highest likelihood (`fitted`), the one applied (`temperature`: the fitted
+/// one, but never below 1), and the calibration error before and after.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Calibration {
     pub temperature: f64,
+    pub fitted: f64,
     /// Validation photos it was fitted on.
     pub photos: usize,
     /// Expected calibration error (10 bins) on those photos at temperature 1, and at this one.
@@ -365,7 +367,7 @@ mod tests {
         // Nor divide every logit by zero or a negative temperature.
         json["image_size"] = 16.into();
         json["calibration"] = serde_json::json!({
-            "temperature": 0.0, "photos": 10, "error_before": 0.1, "error_after": 0.05
+            "temperature": 0.0, "fitted": 0.0, "photos": 10, "error_before": 0.1, "error_after": 0.05
         });
         fs::write(dir.join(INFO_FILE), json.to_string()).unwrap();
         let err = format!("{:#}", load(dir, &device).unwrap_err());
@@ -383,6 +385,7 @@ mod tests {
         assert_eq!(load(dir, &device).unwrap().1.temperature(), 1.0);
         let calibration = Calibration {
             temperature: 1.37,
+            fitted: 1.37,
             photos: 200,
             error_before: 0.061,
             error_after: 0.012,

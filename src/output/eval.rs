@@ -66,13 +66,9 @@ pub fn evaluation_text(evaluation: &Evaluation) -> String {
 /// How far its probabilities can be trusted: the calibration error, the wrong answers it was
 /// sure of, and how the "not sure" answers compare with the others.
 fn calibration_text(evaluation: &Evaluation) -> String {
-    let temperature = if evaluation.temperature == 1.0 {
-        "no temperature fitted".to_string()
-    } else {
-        format!(
-            "logits divided by the temperature {:.2} fitted in training",
-            evaluation.temperature
-        )
+    let temperature = match evaluation.temperature {
+        None => "no temperature fitted".to_string(),
+        Some(t) => format!("logits divided by the temperature {t:.2} fitted in training"),
     };
     let mut out = format!(
         "\ncalibration error {:.1} % ({temperature}; 0 % means a photo called 0.9 is right 9 \

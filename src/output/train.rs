@@ -52,16 +52,29 @@ pub fn train_summary(report: &TrainReport) -> String {
     let calibration = report
         .calibration
         .map(|c| {
+            let floor = if c.fitted < c.temperature {
+                format!(
+                    " (the best fit was {:.2}: catdog never makes a model surer than it is)",
+                    c.fitted
+                )
+            } else {
+                String::new()
+            };
             format!(
                 "\nIts probabilities are calibrated on those {} photos: logits divided by a \
-                 temperature of {:.2}, calibration error {:.1} % → {:.1} %.",
+                 temperature of {:.2}{floor}, calibration error {:.1} % → {:.1} %.",
                 c.photos,
                 c.temperature,
                 c.error_before * 100.0,
                 c.error_after * 100.0
             )
         })
-        .unwrap_or_default();
+        .unwrap_or_else(|| match report.val_images {
+            0 => String::new(),
+            _ => "\nNo temperature fitted: it answered every validation photo right, so they \
+                  cannot say how sure it should be; it answers at temperature 1."
+                .to_string(),
+        });
     let took: f64 = report.epochs.iter().map(|e| e.train_seconds).sum();
     let waiting = format!(
         "The {} epochs over these {} photos took {}; at that speed, {EPOCHS} epochs over the {} \
