@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::{fs, thread};
 
 use catdog::download::{Format, Layout, Request, Source, Summary, download};
-use common::{assert_fails_with, assert_success, catdog, stdout};
+use common::{assert_fails_with, assert_success, catdog, stdout, strace_or_skip};
 use md5::{Digest, Md5};
 
 /// What the server does with one connection.
@@ -719,4 +719,67 @@ fn the_command_downloads_through_a_mirror_and_unpacks_an_archive_by_hand() {
     ]);
     assert_fails_with(&output, "the archive has 791918971");
     assert!(!pets.exists());
+}
+
+/// Issue 37, item 11: every unpacked photo is flushed to disk before the folder is marked
+/// complete, so that after a power cut a folder marked complete never holds empty photos.
+/// Seen through strace (Linux): each photo's fsync comes before the marker's rename.
+#[test]
+fn unpacked_photos_are_flushed_before_the_folder_is_marked_complete() {
+    if !strace_or_skip("unpacked_photos_are_flushed_before_the_folder_is_marked_complete") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("kagglecatsanddogs_5340.zip");
+    fs::write(
+        &file,
+        zip(&[
+            ("PetImages/Cat/1.jpg", picture(1)),
+            ("PetImages/Dog/1.jpg", picture(2)),
+        ]),
+    )
+    .unwrap();
+    let trace = dir.path().join("trace.txt");
+    let to = dir.path().join("kaggle");
+    let output = std::process::Command::new("strace")
+        .args([
+            "-f",
+            "-y",
+            "-e",
+            "trace=fsync,fdatasync,rename,renameat,renameat2",
+            "-o",
+        ])
+        .arg(&trace)
+        .arg(env!("CARGO_BIN_EXE_catdog"))
+        .args(["download", "kaggle", "--archive"])
+        .arg(&file)
+        .arg("--to")
+        .arg(&to)
+        .output()
+        .unwrap();
+    assert_success(&output);
+    let lines: Vec<String> = fs::read_to_string(&trace)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let marked = lines
+        .iter()
+        .position(|line| line.contains("rename") && line.contains(".catdog-download.json"))
+        .unwrap_or_else(|| {
+            panic!(
+                "no rename of the marker in the trace:\n{}",
+                lines.join("\n")
+            )
+        });
+    for photo in ["/cat/1.jpg>", "/dog/1.jpg>"] {
+        let flushed = lines
+            .iter()
+            .position(|line| line.contains("sync(") && line.contains(photo));
+        assert!(
+            flushed.is_some_and(|at| at < marked),
+            "{photo} not flushed before the marker (line {flushed:?}, marker at line {marked}):\n{}",
+            lines.join("\n")
+        );
+    }
 }

@@ -170,3 +170,19 @@ pub fn assert_fails_with(output: &Output, message: &str) {
     );
     assert!(!err.contains("panicked"), "catdog panicked:\n{err}");
 }
+
+/// `strace`, where it is installed and may trace (a container may forbid ptrace). Skips,
+/// saying why, where it cannot run, unless `CATDOG_REQUIRE_STRACE=1`.
+pub fn strace_or_skip(test: &str) -> bool {
+    let works = Command::new("strace")
+        .args(["-o", "/dev/null", "true"])
+        .output()
+        .is_ok_and(|output| output.status.success());
+    if !works {
+        if required("CATDOG_REQUIRE_STRACE") {
+            panic!("CATDOG_REQUIRE_STRACE=1 but strace cannot run here");
+        }
+        eprintln!("SKIPPED {test}: strace cannot run here (install strace)");
+    }
+    works
+}
