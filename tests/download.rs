@@ -178,6 +178,43 @@ fn zip(entries: &[(&str, Vec<u8>)]) -> Vec<u8> {
     writer.finish().unwrap().into_inner()
 }
 
+/// A zip of `entries` whose central directory says each photo unpacks to `declared` bytes:
+/// written with ZIP64 fields, whose uncompressed sizes (8 bytes, first in the field) are then
+/// overwritten.
+fn zip_declaring(entries: &[(&str, Vec<u8>)], declared: u64) -> Vec<u8> {
+    let mut writer = zip::ZipWriter::new(Cursor::new(Vec::new()));
+    let options = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Stored)
+        .large_file(true);
+    for (path, bytes) in entries {
+        writer.start_file(*path, options).unwrap();
+        writer.write_all(bytes).unwrap();
+    }
+    let mut zip = writer.finish().unwrap().into_inner();
+    let u16_at = |zip: &[u8], at: usize| u16::from_le_bytes([zip[at], zip[at + 1]]) as usize;
+    let mut patched = 0;
+    let mut at = 0;
+    while let Some(found) = zip[at..].windows(4).position(|w| w == b"PK\x01\x02") {
+        let header = at + found;
+        let (name, extra) = (u16_at(&zip, header + 28), u16_at(&zip, header + 30));
+        let mut field = header + 46 + name;
+        while field < header + 46 + name + extra {
+            if u16_at(&zip, field) == 1 {
+                zip[field + 4..field + 12].copy_from_slice(&declared.to_le_bytes());
+                patched += 1;
+            }
+            field += 4 + u16_at(&zip, field + 2);
+        }
+        at = header + 46;
+    }
+    assert_eq!(
+        patched,
+        entries.len(),
+        "a ZIP64 field in each central header"
+    );
+    zip
+}
+
 fn md5_hex(bytes: &[u8]) -> &'static str {
     let hex: String = Md5::digest(bytes)
         .iter()
@@ -394,6 +431,30 @@ fn a_body_longer_than_the_archive_is_stopped_at_its_size() {
         unpacked_pets(),
         "no part left of the download that was stopped"
     );
+}
+
+/// Two photos whose zip entries declare 2⁶³ bytes each: their sum is past any disk, and the
+/// archive is refused before a byte is unpacked (in a release build the sum used to wrap to
+/// 0, which passed the free-space check).
+#[test]
+fn a_zip_declaring_more_bytes_than_a_disk_holds_is_refused() {
+    let archive = zip_declaring(
+        &[
+            ("PetImages/Cat/1.jpg", picture(1)),
+            ("PetImages/Dog/2.jpg", picture(2)),
+        ],
+        1 << 63,
+    );
+    let server = serve(archive, vec![Reply::Whole]);
+    let dir = tempfile::tempdir().unwrap();
+    let to = dir.path().join("pets");
+    let err = error(get(&kaggle_like(), &request(&server, &to)));
+    assert!(
+        err.contains("declares more bytes of photos than any disk holds")
+            && err.contains("9223372036854775808"),
+        "{err}"
+    );
+    assert!(listing(dir.path()).is_empty(), "{:?}", listing(dir.path()));
 }
 
 /// A `.part` that already holds the whole archive (a run stopped after the download, before
