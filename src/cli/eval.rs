@@ -79,7 +79,7 @@ pub(super) fn run(args: EvalArgs) -> Result<ExitCode> {
     if let Some(diagram) = &args.calibration {
         check_chart_path(diagram)?;
     }
-    let backend = super::open_backend(args.backend, args.precision)?;
+    let backend = super::open_backend(args.backend, args.precision, true)?;
     let model = super::model_choice(args.model);
     let predictor = Predictor::load(&model, &backend)?.with_flip(args.flip);
     let subset = if args.held_out {

@@ -140,9 +140,25 @@ fn model_choice(arg: Option<PathBuf>) -> ModelChoice {
     }
 }
 
-/// `--backend` opened for a saved model (predict, eval), computing in `--precision`.
-fn open_backend(choice: BackendChoice, precision: Precision) -> Result<Backend> {
-    let mut backend = device::select(choice)?.backend;
+/// `--backend` opened for a saved model, computing in `--precision`. `eval`, whose report gives
+/// a speed, names the backend as `train` does; `predict` speaks only where this run tunes GPU
+/// kernels, which can take minutes, so that a first run does not seem to hang.
+fn open_backend(choice: BackendChoice, precision: Precision, name_it: bool) -> Result<Backend> {
+    let selection = device::select(choice)?;
+    if name_it {
+        eprintln!("{}", backend_line(&selection));
+    } else if let Some(note) = &selection.tuning_note {
+        eprintln!("{note}");
+    }
+    let mut backend = selection.backend;
     backend.set_precision(precision)?;
     Ok(backend)
+}
+
+/// "backend: wgpu on …. Why it was chosen, and where its tuned kernels are kept."
+fn backend_line(selection: &device::Selection) -> String {
+    format!(
+        "backend: {} on {}. {}",
+        selection.backend.kind, selection.backend.device_name, selection.reason
+    )
 }

@@ -54,7 +54,7 @@ pub(super) fn run(args: PredictArgs) -> Result<ExitCode> {
             photos.push(path.clone());
         }
     }
-    let backend = super::open_backend(args.backend, args.precision)?;
+    let backend = super::open_backend(args.backend, args.precision, false)?;
     let model = super::model_choice(args.model);
     let predictor = Predictor::load(&model, &backend)?
         .with_flip(args.flip)

@@ -127,10 +127,7 @@ impl TrainArgs {
 pub(super) fn run(args: TrainArgs) -> Result<ExitCode> {
     let options = args.request().options()?;
     let selection = device::select(args.backend)?;
-    eprintln!(
-        "backend: {} on {}. {}",
-        selection.backend.kind, selection.backend.device_name, selection.reason
-    );
+    eprintln!("{}", super::backend_line(&selection));
     training::install_interrupt_handlers()?;
     let report = match training::train(
         &options,

@@ -150,6 +150,9 @@ pub struct Plan {
 pub struct Selection {
     pub backend: Backend,
     pub reason: String,
+    /// What to tell a user before the first steps where this run tunes GPU kernels (the first
+    /// run on an adapter, which can take minutes); `None` otherwise.
+    pub tuning_note: Option<String>,
 }
 
 /// Resolves `--backend` and opens the device; for wgpu, the reason also says where its tuned
@@ -157,14 +160,17 @@ pub struct Selection {
 pub fn select(choice: BackendChoice) -> Result<Selection> {
     let plan = plan(choice)?;
     let mut reason = plan.reason.clone();
+    let mut tuning_note = None;
     if plan.kind == BackendKind::Wgpu
         && let Some(cache) = kernels::use_catdog_cache()
     {
         reason = format!("{reason} {}", cache.describe());
+        tuning_note = (!cache.tuned_before).then(|| cache.describe());
     }
     Ok(Selection {
         backend: open(&plan)?,
         reason,
+        tuning_note,
     })
 }
 

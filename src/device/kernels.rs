@@ -26,8 +26,8 @@ impl KernelCache {
     pub fn describe(&self) -> String {
         if self.tuned_before {
             format!(
-                "GPU kernels tuned by an earlier run are read from {} (an adapter not seen \
-                 before is tuned once).",
+                "GPU kernels tuned by an earlier run are read from {} (sizes and adapters \
+                 not seen before are tuned once).",
                 self.dir.display()
             )
         } else {
