@@ -618,7 +618,9 @@ fn a_flex32_run_on_the_gpu_saves_f32_and_resumes_like_an_uninterrupted_one() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let train = |out: &Path| common::gpu_train_args("flex32", out);
+    let stripes = dir.path().join("stripes");
+    common::striped_pictures(&stripes, 96, 16);
+    let train = |out: &Path| common::gpu_train_args("flex32", &stripes, out);
     let report = |output: &Output| -> Value {
         assert_success(output);
         serde_json::from_str(text(&output.stdout).trim()).unwrap()
