@@ -246,14 +246,34 @@ fn ctrl_c_saves_a_checkpoint_and_exits_130() {
     );
 }
 
+/// The second Ctrl-C is sent once the first has been handled (its line is printed): two sent
+/// at once may reach the process as one. The run may still reach its next safe point and save
+/// its checkpoint before the second one arrives (the test reads the line a moment after it is
+/// written; seen in about one run in eight): such a try shows nothing, and the test tries
+/// again, up to 10 times. A second Ctrl-C that does not quit at once fails every try.
 #[test]
 fn a_second_ctrl_c_exits_at_once_without_breaking_the_checkpoint() {
     let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("model");
-    let mut child = start_training(&out);
-    freeze_after_first_checkpoint(&out, &mut child);
-    // The second signal is sent once the first has been handled (its line is printed): two
-    // sent at once may reach the process as one. The run is frozen while each is sent.
+    for attempt in 1..=10 {
+        let out = dir.path().join(format!("model-{attempt}"));
+        let (status, err) = stop_with_two_ctrl_c(&out);
+        assert_eq!(status.code(), Some(130), "{err}");
+        // One Ctrl-C alone ends the same way, but only after the batch and its checkpoint,
+        // which it reports; the second one quits before that.
+        if !err.contains("the checkpoint is saved") {
+            // Whatever the first Ctrl-C had begun to write, the checkpoint on disk is whole.
+            resume_to_the_end(&out);
+            return;
+        }
+    }
+    panic!("in 10 tries, a second Ctrl-C never quit before the checkpoint was saved");
+}
+
+/// Starts a run into `out`, sends Ctrl-C after its first checkpoint and again once the first
+/// is handled; its exit status and what it wrote on stderr.
+fn stop_with_two_ctrl_c(out: &Path) -> (std::process::ExitStatus, String) {
+    let mut child = start_training(out);
+    freeze_after_first_checkpoint(out, &mut child);
     let lines = BufReader::new(child.stderr.take().unwrap()).lines();
     signal(&child, Signal::SIGINT);
     thaw(&child);
@@ -268,13 +288,7 @@ fn a_second_ctrl_c_exits_at_once_without_breaking_the_checkpoint() {
             thaw(&child);
         }
     }
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(130), "{err}");
-    // One Ctrl-C alone ends the same way, but only after the batch and its checkpoint, which
-    // it reports; the second one quits before that.
-    assert!(!err.contains("the checkpoint is saved"), "{err}");
-    // Whatever the first Ctrl-C had begun to write, the checkpoint on disk is whole.
-    resume_to_the_end(&out);
+    (child.wait().unwrap(), err)
 }
 
 #[test]
