@@ -472,65 +472,6 @@ fn precisions_a_run_cannot_use_are_refused_first() {
     assert_fails_with(&predict, "--precision f16 needs the GPU");
 }
 
-/// On wgpu, `--precision f16` learns the generated pictures to within a few points of f32,
-/// the model it saves is f32 all the same, and predicting in f16 gives the f32 answers.
-#[test]
-fn half_precision_on_the_gpu_learns_like_f32_and_saves_f32() {
-    let test = "half_precision_on_the_gpu_learns_like_f32_and_saves_f32";
-    if common::wgpu_or_skip(test).is_none() {
-        return;
-    }
-    let devices: Value = serde_json::from_slice(&catdog(&["devices", "--json"]).stdout).unwrap();
-    if devices["wgpu"]["features"]["f16"] != true {
-        eprintln!("SKIPPED {test}: the wgpu adapter has no f16");
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let stripes = dir.path().join("stripes");
-    common::striped_pictures(&stripes, 96, 16);
-    let accuracy = |precision: &str| -> f64 {
-        let out = dir.path().join(precision);
-        let output = command()
-            .args(common::gpu_train_args(precision, &stripes, &out))
-            .output()
-            .unwrap();
-        assert_success(&output);
-        let report: Value = serde_json::from_slice(&output.stdout).unwrap();
-        assert_eq!(report["precision"], precision);
-        let header = common::weights_header(&out);
-        assert!(
-            header.contains("\"F32\"") && !header.contains("\"F16\""),
-            "{precision}: {header}"
-        );
-        report["val_accuracy"].as_f64().unwrap()
-    };
-    let full = accuracy("f32");
-    let half = accuracy("f16");
-    assert!(full >= 0.7, "f32 learned only {full}");
-    assert!((full - half).abs() <= 0.1, "f32 reached {full}, f16 {half}");
-
-    // The f16-trained model, read back in f16 and in f32: the same probabilities, to f16's
-    // precision.
-    let pictures = dir.path().join("pictures");
-    assert_success(&catdog(&[
-        "synth",
-        "--out",
-        path(&pictures),
-        "--count",
-        "4",
-        "--size",
-        "24",
-    ]));
-    let answers = |precision: &str| {
-        common::gpu_cat_probabilities(&dir.path().join("f16"), &pictures, precision)
-    };
-    let (half, full) = (answers("f16"), answers("f32"));
-    assert_eq!(half.len(), 4);
-    for (h, f) in half.iter().zip(&full) {
-        assert!((h - f).abs() < 0.02, "f16 {half:?}, f32 {full:?}");
-    }
-}
-
 #[test]
 fn predict_reports_a_bad_photo_and_still_predicts_the_others() {
     let dir = tempfile::tempdir().unwrap();

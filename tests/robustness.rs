@@ -1,5 +1,7 @@
 //! Training that survives kills, Ctrl-C and bad model folders: `catdog train` run as a child
-//! process, stopped and resumed.
+//! process, stopped and resumed. The GPU's half precisions are here too, f16 beside flex32: on
+//! a fresh machine each tunes its own kernels (minutes on lavapipe), and in one test binary the
+//! two tunings run at once, on the two cores of a small CI machine.
 
 mod common;
 
@@ -620,6 +622,66 @@ fn a_diverging_loss_stops_training_and_leaves_the_folder_as_it_was() {
         fs::read(out.join("checkpoint/state.json")).unwrap() == checkpoint,
         "and so is its checkpoint"
     );
+}
+
+/// On wgpu, `--precision f16` learns the striped pictures to within a few points of f32,
+/// the model it saves is f32 all the same, and predicting in f16 gives the f32 answers.
+#[test]
+fn half_precision_on_the_gpu_learns_like_f32_and_saves_f32() {
+    let test = "half_precision_on_the_gpu_learns_like_f32_and_saves_f32";
+    if common::wgpu_or_skip(test).is_none() {
+        return;
+    }
+    let devices: Value = serde_json::from_slice(&catdog(&["devices", "--json"]).stdout).unwrap();
+    if devices["wgpu"]["features"]["f16"] != true {
+        eprintln!("SKIPPED {test}: the wgpu adapter has no f16");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let stripes = dir.path().join("stripes");
+    common::striped_pictures(&stripes, 96, 16);
+    let accuracy = |precision: &str| -> f64 {
+        let out = dir.path().join(precision);
+        let output = command()
+            .args(common::gpu_train_args(precision, &stripes, &out))
+            .output()
+            .unwrap();
+        assert_success(&output);
+        let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(report["precision"], precision);
+        let header = common::weights_header(&out);
+        assert!(
+            header.contains("\"F32\"") && !header.contains("\"F16\""),
+            "{precision}: {header}"
+        );
+        report["val_accuracy"].as_f64().unwrap()
+    };
+    let full = accuracy("f32");
+    let half = accuracy("f16");
+    assert!(full >= 0.7, "f32 learned only {full}");
+    assert!((full - half).abs() <= 0.1, "f32 reached {full}, f16 {half}");
+
+    // The f16-trained model, read back in f16 and in f32: the same probabilities, to f16's
+    // precision.
+    let pictures = dir.path().join("pictures");
+    let pictures_arg = pictures.display().to_string();
+    assert_success(&catdog(&[
+        "synth",
+        "--out",
+        &pictures_arg,
+        "--count",
+        "4",
+        "--size",
+        "24",
+    ]));
+    let answers = |precision: &str| {
+        common::gpu_cat_probabilities(&dir.path().join("f16"), &pictures, precision)
+    };
+    let (half, full) = (answers("f16"), answers("f32"));
+    assert_eq!(half.len(), 4);
+    for (h, f) in half.iter().zip(&full) {
+        assert!((h - f).abs() < 0.02, "f16 {half:?}, f32 {full:?}");
+    }
 }
 
 /// On wgpu, a run in `--precision flex32` saves an f32 model that predicts like it does in
