@@ -663,24 +663,26 @@ fn half_precision_on_the_gpu_learns_like_f32_and_saves_f32() {
 
     // The f16-trained model, read back in f16 and in f32: the same probabilities, to f16's
     // precision.
-    let pictures = dir.path().join("pictures");
-    let pictures_arg = pictures.display().to_string();
+    assert_answers_like_f32(&dir.path().join("f16"), "f16", &dir.path().join("pictures"));
+}
+
+/// On wgpu, the model in `model` answers four drawn 24 px pictures (written into `pictures`)
+/// in `precision` as it does in f32, to half precision's accuracy.
+fn assert_answers_like_f32(model: &Path, precision: &str, pictures: &Path) {
     assert_success(&catdog(&[
         "synth",
         "--out",
-        &pictures_arg,
+        &pictures.display().to_string(),
         "--count",
         "4",
         "--size",
         "24",
     ]));
-    let answers = |precision: &str| {
-        common::gpu_cat_probabilities(&dir.path().join("f16"), &pictures, precision)
-    };
-    let (half, full) = (answers("f16"), answers("f32"));
+    let answers = |precision: &str| common::gpu_cat_probabilities(model, pictures, precision);
+    let (half, full) = (answers(precision), answers("f32"));
     assert_eq!(half.len(), 4);
     for (h, f) in half.iter().zip(&full) {
-        assert!((h - f).abs() < 0.02, "f16 {half:?}, f32 {full:?}");
+        assert!((h - f).abs() < 0.02, "{precision} {half:?}, f32 {full:?}");
     }
 }
 
@@ -749,22 +751,5 @@ fn a_flex32_run_on_the_gpu_saves_f32_and_resumes_like_an_uninterrupted_one() {
         );
     }
 
-    let pictures = dir.path().join("pictures");
-    let pictures_arg = pictures.display().to_string();
-    assert_success(&catdog(&[
-        "synth",
-        "--out",
-        &pictures_arg,
-        "--count",
-        "4",
-        "--size",
-        "24",
-    ]));
-    let cat_probabilities =
-        |precision: &str| common::gpu_cat_probabilities(&whole, &pictures, precision);
-    let (flex, full) = (cat_probabilities("flex32"), cat_probabilities("f32"));
-    assert_eq!(flex.len(), 4);
-    for (x, f) in flex.iter().zip(&full) {
-        assert!((x - f).abs() < 0.02, "flex32 {flex:?}, f32 {full:?}");
-    }
+    assert_answers_like_f32(&whole, "flex32", &dir.path().join("pictures"));
 }
