@@ -30,6 +30,33 @@ pub fn wgpu_or_skip(test: &str) -> Option<Backend> {
     }
 }
 
+/// Debian's chromium and its chromedriver (`CATDOG_CHROMIUM`, `CATDOG_CHROMEDRIVER` name
+/// others), as (browser, driver). Skips where either is absent, unless
+/// `CATDOG_REQUIRE_BROWSER=1`.
+pub fn browser_or_skip(test: &str) -> Option<(PathBuf, PathBuf)> {
+    let path = |variable: &str, default: &str| {
+        std::env::var_os(variable).map_or_else(|| PathBuf::from(default), PathBuf::from)
+    };
+    let browser = path("CATDOG_CHROMIUM", "/usr/bin/chromium");
+    let driver = path("CATDOG_CHROMEDRIVER", "/usr/bin/chromedriver");
+    if browser.is_file() && driver.is_file() {
+        return Some((browser, driver));
+    }
+    if required("CATDOG_REQUIRE_BROWSER") {
+        panic!(
+            "CATDOG_REQUIRE_BROWSER=1 but {} or {} is absent",
+            browser.display(),
+            driver.display()
+        );
+    }
+    eprintln!(
+        "SKIPPED {test}: no {} or {} (install chromium and chromium-driver)",
+        browser.display(),
+        driver.display()
+    );
+    None
+}
+
 /// The 2,002 Kaggle originals beside the project checkout (`../shared/data/dogs-vs-cats-2k`,
 /// or `CATDOG_REAL_PHOTOS`). Skips where absent, unless `CATDOG_REQUIRE_REAL_PHOTOS=1`.
 pub fn real_photos_or_skip(test: &str) -> Option<PathBuf> {
@@ -98,7 +125,8 @@ pub fn striped_pictures(out: &Path, count: usize, size: u32) {
 }
 
 /// `catdog train` on wgpu in `precision` over the pictures in `data` (see
-/// [`striped_pictures`]), small enough for lavapipe: 16 px, 3 epochs of batch 8, a quarter
+/// [`striped_pictures`]), small enough for lavapipe: 16 px, 3 epochs of batch 4 (the size
+/// tests/bench.rs tunes f32 kernels for, so that an f32 run here tunes nothing new), a quarter
 /// held out, seed 5, the report as JSON, the model into `out`.
 pub fn gpu_train_args(precision: &str, data: &Path, out: &Path) -> Vec<String> {
     let args = [
@@ -112,7 +140,7 @@ pub fn gpu_train_args(precision: &str, data: &Path, out: &Path) -> Vec<String> {
         "--epochs",
         "3",
         "--batch-size",
-        "8",
+        "4",
         "--val-split",
         "0.25",
         "--seed",
