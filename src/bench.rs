@@ -27,7 +27,7 @@ use crate::data::{
     synth,
 };
 use crate::device::{
-    self, Backend, BackendKind, Batch, CpuInfo, GpuAdapter, Precision, explain_panic,
+    self, Backend, BackendChoice, BackendKind, Batch, CpuInfo, GpuAdapter, Precision, explain_panic,
 };
 use crate::inference::{Readout, class_probabilities, log_probabilities_on_device};
 use crate::training::{FitSettings, Trainer, median};
@@ -143,6 +143,49 @@ pub struct BenchReport {
 pub struct SkippedPhoto {
     pub path: String,
     pub reason: String,
+}
+
+/// The backends `catdog bench` measures when none are named: wgpu where there is a hardware
+/// GPU, then flex and ndarray.
+pub fn default_choices() -> Vec<BackendChoice> {
+    let mut choices = vec![BackendChoice::Flex, BackendChoice::Ndarray];
+    if device::hardware_gpu().is_some() {
+        choices.insert(0, BackendChoice::Gpu);
+    }
+    choices
+}
+
+/// Opens each backend of `choices` once (`gpu` and `wgpu` are one), wgpu computing in
+/// `precision`; `note` hears which GPU adapter opened and why, and that the CPU backends
+/// compute in f32 whatever `precision` says.
+pub fn open_backends(
+    choices: &[BackendChoice],
+    precision: Precision,
+    note: &mut dyn FnMut(String),
+) -> Result<Vec<Backend>> {
+    let mut backends: Vec<Backend> = Vec::new();
+    for &choice in choices {
+        let selection = device::select(choice)?;
+        let mut backend = selection.backend;
+        if backends.iter().any(|b| b.kind == backend.kind) {
+            continue;
+        }
+        if backend.kind == BackendKind::Wgpu {
+            backend.set_precision(precision)?;
+            note(format!(
+                "wgpu on {}. {}",
+                backend.device_name, selection.reason
+            ));
+        } else if precision != Precision::F32 {
+            note(format!(
+                "{} computes in f32 only; --precision {} applies to wgpu",
+                backend.kind,
+                precision.name()
+            ));
+        }
+        backends.push(backend);
+    }
+    Ok(backends)
 }
 
 /// What the bench is doing, for a person watching.

@@ -3,6 +3,7 @@
 //!
 //! The folders follow the photos' way, each using only those listed after it:
 //! - [`cli`]: the command line, one file per command; the only module that knows clap.
+//! - [`serve`]: `catdog serve`, the page in the browser, on the library below.
 //! - [`output`]: what people and programs read (text, JSON, progress bars).
 //! - [`bench`]: `catdog bench`, every backend measured the same way.
 //! - [`training`]: [`training::train`], the training loop in `training/fit.rs`, checkpoints
@@ -24,4 +25,5 @@ mod fs;
 pub mod inference;
 pub mod model;
 mod output;
+pub mod serve;
 pub mod training;

@@ -68,11 +68,7 @@ pub fn write(chart: &impl Picture, path: &Path) -> Result<()> {
     // Both backends measure text with the bundled font to lay the chart out.
     register_font();
     let bytes = match format {
-        Format::Svg => {
-            let mut svg = String::new();
-            chart.draw(SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area())?;
-            svg.into_bytes()
-        }
+        Format::Svg => svg(chart)?.into_bytes(),
         Format::Png => {
             let mut pixels = vec![0u8; (width * height * 3) as usize];
             chart.draw(
@@ -86,6 +82,14 @@ pub fn write(chart: &impl Picture, path: &Path) -> Result<()> {
         }
     };
     write_atomically(path, &bytes)
+}
+
+/// `chart` as SVG text.
+pub fn svg(chart: &impl Picture) -> Result<String> {
+    register_font();
+    let mut svg = String::new();
+    chart.draw(SVGBackend::with_string(&mut svg, chart.size()).into_drawing_area())?;
+    Ok(svg)
 }
 
 /// Registers the bundled DejaVu Sans as "sans-serif", once.

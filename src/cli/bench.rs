@@ -8,7 +8,7 @@ use clap::Args;
 
 use crate::bench::{self, BenchSettings};
 use crate::chart;
-use crate::device::{self, Backend, BackendChoice, BackendKind, Precision};
+use crate::device::{BackendChoice, Precision};
 use crate::fs::write_atomically;
 use crate::output::{self, TerminalBenchProgress};
 
@@ -74,37 +74,13 @@ pub(super) fn run(args: BenchArgs) -> Result<ExitCode> {
     if !(args.seconds > 0.0 && args.seconds.is_finite()) {
         bail!("--seconds must be a positive number, not {}", args.seconds);
     }
-    let choices = if args.backends.is_empty() {
-        let mut defaults = vec![BackendChoice::Flex, BackendChoice::Ndarray];
-        if device::hardware_gpu().is_some() {
-            defaults.insert(0, BackendChoice::Gpu);
-        }
-        defaults
-    } else {
-        args.backends
+    let choices = match args.backends.is_empty() {
+        true => bench::default_choices(),
+        false => args.backends,
     };
-    let mut backends: Vec<Backend> = Vec::new();
-    for choice in choices {
-        let selection = device::select(choice)?;
-        let mut backend = selection.backend;
-        if !backends.iter().any(|b| b.kind == backend.kind) {
-            if backend.kind != BackendKind::Wgpu && args.precision != Precision::F32 {
-                eprintln!(
-                    "bench: {} computes in f32 only; --precision {} applies to wgpu",
-                    backend.kind,
-                    args.precision.name()
-                );
-            }
-            if backend.kind == BackendKind::Wgpu {
-                backend.set_precision(args.precision)?;
-                eprintln!(
-                    "bench: wgpu on {}. {}",
-                    backend.device_name, selection.reason
-                );
-            }
-            backends.push(backend);
-        }
-    }
+    let backends = bench::open_backends(&choices, args.precision, &mut |line| {
+        eprintln!("bench: {line}")
+    })?;
     let settings = BenchSettings {
         image_size: args.image_size,
         batch_sizes: distinct(&args.batch_size),

@@ -1,5 +1,5 @@
-//! The command line: `catdog train`, `predict`, `eval`, `bench`, `devices`, `download` and
-//! `synth`, one file each. The only module that knows about clap; each command turns its
+//! The command line: `catdog train`, `predict`, `eval`, `bench`, `devices`, `download`,
+//! `serve` and `synth`, one file each. The only module that knows about clap; each command turns its
 //! flags into the library's types, calls the library, and prints through [`crate::output`].
 
 mod bench;
@@ -7,6 +7,7 @@ mod devices;
 mod download;
 mod eval;
 mod predict;
+mod serve;
 mod synth;
 mod train;
 mod values;
@@ -37,7 +38,8 @@ use crate::training::TrainOptions;
         catdog train -b cpu                   # the same on the CPU, to compare photos/s\n  \
         catdog download oxford-pets           # 7,390 real photos into data/oxford-pets\n  \
         catdog train -d data/oxford-pets      # a model of your own (models/catdog)\n  \
-        catdog predict ~/Pictures/pets        # every photo in a folder"
+        catdog predict ~/Pictures/pets        # every photo in a folder\n  \
+        catdog serve --open                   # all of it on a page in your browser"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -58,6 +60,8 @@ enum Command {
     Devices(devices::DevicesArgs),
     /// Download a data set of cat and dog photos into a folder catdog trains on.
     Download(download::DownloadArgs),
+    /// Open catdog as a page in the browser: drop photos on it, race the CPU against the GPU.
+    Serve(serve::ServeArgs),
     /// Write a generated dataset of drawn cat and dog faces.
     Synth(synth::SynthArgs),
 }
@@ -71,6 +75,7 @@ fn run(cli: Cli) -> ExitCode {
         Command::Bench(args) => bench::run(args),
         Command::Devices(args) => devices::run(args),
         Command::Download(args) => download::run(args),
+        Command::Serve(args) => serve::run(args),
         Command::Synth(args) => synth::run(args),
     };
     match result {

@@ -61,42 +61,68 @@ pub fn decode_photo(path: &Path, size: u32) -> Result<Vec<u8>> {
     std::panic::catch_unwind(|| {
         let length = regular_file_length(path, MAX_PHOTO_BYTES)?;
         let header = read_prefix(path, HEADER_BYTES)?;
-        let decoding = decoding_bytes(&header, size).unwrap_or(0);
-        let needed = length.saturating_add(decoding);
-        if needed > MAX_PHOTO_BYTES {
-            bail!(
-                "{} would take {} of memory to decode ({}), more than the {} catdog gives one \
-                 photo: a photo this large is more likely a decompression bomb; scale it down \
-                 to use it",
-                path.display(),
-                human_bytes(needed),
-                describe_header(&header).unwrap_or_else(|| "its header says so".into()),
-                human_bytes(MAX_PHOTO_BYTES)
-            );
-        }
-        let _held = decode_budget::shared().reserve(needed);
+        let name = path.display().to_string();
+        let _held = reserve(&header, length, size, &name)?;
         // Most photos are smaller than the header's share: then the header is all of it.
         let bytes = match header.len() as u64 == length && length < HEADER_BYTES {
             true => header,
             false => read_regular(path, MAX_PHOTO_BYTES)?,
         };
-        if bytes.starts_with(&[0xFF, 0xD8]) && !jpeg_reaches_its_end(&bytes) {
-            bail!(
-                "{} is cut short: its JPEG data stops before the end-of-image marker (an \
-                 interrupted download or copy?)",
-                path.display()
-            );
-        }
-        let photo = match decode_jpeg_scaled(&bytes, size) {
-            Some(photo) => photo,
-            // The decoder's own words, once: its errors repeat their source's text.
-            None => decode_upright(&bytes)
-                .map_err(|err| anyhow!("cannot decode {}: {}", path.display(), plain(&err)))?
-                .into_rgb8(),
-        };
-        Ok(resize_rgb(photo, size))
+        decode_read(&bytes, size, &name)
     })
     .unwrap_or_else(|_| bail!("the decoder failed on {}", path.display()))
+}
+
+/// [`decode_photo`] for a photo already in memory (sent to `catdog serve`), named `name` in
+/// its errors.
+pub fn decode_photo_bytes(bytes: &[u8], size: u32, name: &str) -> Result<Vec<u8>> {
+    std::panic::catch_unwind(|| {
+        let header = &bytes[..bytes.len().min(HEADER_BYTES as usize)];
+        let _held = reserve(header, bytes.len() as u64, size, name)?;
+        decode_read(bytes, size, name)
+    })
+    .unwrap_or_else(|_| bail!("the decoder failed on {name}"))
+}
+
+/// Reserves the memory decoding a photo of `length` bytes that begins with `header` takes, or
+/// refuses a photo that would take more than [`MAX_PHOTO_BYTES`].
+fn reserve(
+    header: &[u8],
+    length: u64,
+    size: u32,
+    name: &str,
+) -> Result<decode_budget::Reservation> {
+    let decoding = decoding_bytes(header, size).unwrap_or(0);
+    let needed = length.saturating_add(decoding);
+    if needed > MAX_PHOTO_BYTES {
+        bail!(
+            "{name} would take {} of memory to decode ({}), more than the {} catdog gives one \
+             photo: a photo this large is more likely a decompression bomb; scale it down \
+             to use it",
+            human_bytes(needed),
+            describe_header(header).unwrap_or_else(|| "its header says so".into()),
+            human_bytes(MAX_PHOTO_BYTES)
+        );
+    }
+    Ok(decode_budget::shared().reserve(needed))
+}
+
+/// A photo's whole file, read into memory, decoded to `size × size` RGB pixels.
+fn decode_read(bytes: &[u8], size: u32, name: &str) -> Result<Vec<u8>> {
+    if bytes.starts_with(&[0xFF, 0xD8]) && !jpeg_reaches_its_end(bytes) {
+        bail!(
+            "{name} is cut short: its JPEG data stops before the end-of-image marker (an \
+             interrupted download or copy?)"
+        );
+    }
+    let photo = match decode_jpeg_scaled(bytes, size) {
+        Some(photo) => photo,
+        // The decoder's own words, once: its errors repeat their source's text.
+        None => decode_upright(bytes)
+            .map_err(|err| anyhow!("cannot decode {name}: {}", plain(&err)))?
+            .into_rgb8(),
+    };
+    Ok(resize_rgb(photo, size))
 }
 
 /// Bytes read to learn a photo's size from its header: JPEG's frame header comes after its

@@ -18,7 +18,7 @@ pub mod synth;
 
 pub use batch::Normalization;
 pub use dataset::stratified_split;
-pub use decode::{Skipped, decode_photo};
+pub use decode::{Skipped, decode_photo, decode_photo_bytes};
 pub use images::ImageSet;
 pub use prepare::DataProgress;
 

@@ -99,6 +99,18 @@ impl Predictor {
         Ok(results)
     }
 
+    /// Predicts photos already decoded to the model's size (`size × size × 3` bytes each,
+    /// [`ModelInfo::image_size`]), each named by its path, in order.
+    pub fn predict_decoded(&self, photos: &[(PathBuf, Vec<u8>)]) -> Result<Vec<Prediction>> {
+        let pixels: Vec<&[u8]> = photos.iter().map(|(_, p)| p.as_slice()).collect();
+        let rows = self.probabilities(&pixels)?;
+        Ok(photos
+            .iter()
+            .zip(rows)
+            .map(|((path, _), row)| self.prediction(path, row))
+            .collect())
+    }
+
     /// Class probabilities of images already at the model's size (`size × size × 3` bytes).
     pub fn probabilities(&self, images: &[&[u8]]) -> Result<Vec<Vec<f32>>> {
         let rows = log_probabilities(

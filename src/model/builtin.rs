@@ -13,6 +13,9 @@ use super::{ModelInfo, SmallCnn, saved};
 const INFO: &str = include_str!("../../models/builtin-20k/catdog.json");
 const WEIGHTS: &[u8] = include_bytes!("../../models/builtin-20k/model-ec82d9dc.safetensors");
 
+/// Its training curves, as `catdog train` drew them (`catdog serve` shows them).
+pub const CURVES_SVG: &str = include_str!("../../models/builtin-20k/curves.svg");
+
 /// What it learned from and was measured on, which `catdog.json` does not count.
 pub const TRAINED_ON_PHOTOS: usize = 17_998;
 pub const HELD_OUT_PHOTOS: usize = 2_000;

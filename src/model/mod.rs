@@ -43,6 +43,18 @@ impl ModelChoice {
         }
     }
 
+    /// The loss and accuracy curves `catdog train` drew beside the model (`curves.svg`), where
+    /// there are some (a model folder copied without them has none).
+    pub fn curves_svg(&self) -> Option<String> {
+        match self {
+            ModelChoice::Builtin => Some(builtin::CURVES_SVG.to_string()),
+            ModelChoice::Folder(dir) => {
+                let bytes = crate::fs::read_regular(&dir.join("curves.svg"), 16 << 20).ok()?;
+                String::from_utf8(bytes).ok()
+            }
+        }
+    }
+
     /// Reads the model onto `device`, checking that it is one this catdog can run.
     pub(crate) fn load(&self, device: &Device) -> Result<(SmallCnn, ModelInfo)> {
         match self {

@@ -7,6 +7,43 @@ use crate::device::{Backend, BackendKind, CpuInfo, GpuAdapter, Plan};
 /// The adapter `--backend wgpu` opened, or why it would not open.
 pub type OpenedGpu = Result<Backend, String>;
 
+/// What `catdog devices` reports, gathered once: the CPU, every adapter wgpu sees, what
+/// `--backend auto` picks, and the adapter `--backend wgpu` opens (opened to ask what its
+/// kernels can use).
+pub struct Survey {
+    cpu: &'static CpuInfo,
+    adapters: Vec<&'static GpuAdapter>,
+    auto: Plan,
+    wgpu: Option<OpenedGpu>,
+}
+
+impl Survey {
+    pub fn take() -> anyhow::Result<Survey> {
+        let adapters = crate::device::all_gpu_adapters();
+        let wgpu = (!adapters.is_empty()).then(|| {
+            crate::device::select(crate::device::BackendChoice::Wgpu)
+                .map(|selection| selection.backend)
+                .map_err(|err| format!("{err:#}"))
+        });
+        Ok(Survey {
+            cpu: crate::device::cpu_info(),
+            auto: crate::device::plan(crate::device::BackendChoice::Auto)?,
+            adapters,
+            wgpu,
+        })
+    }
+
+    /// `catdog devices`' text; its first line is the verdict.
+    pub fn text(&self) -> String {
+        devices_text(self.cpu, &self.adapters, &self.auto, self.wgpu.as_ref())
+    }
+
+    /// `catdog devices --json`.
+    pub fn json(&self) -> Value {
+        devices_json(self.cpu, &self.adapters, &self.auto, self.wgpu.as_ref())
+    }
+}
+
 /// The first line of `catdog devices`: is there a GPU, and what will catdog use.
 fn verdict(adapters: &[&GpuAdapter], auto: &Plan) -> String {
     match auto.adapter {
@@ -30,7 +67,7 @@ fn verdict(adapters: &[&GpuAdapter], auto: &Plan) -> String {
 }
 
 /// `catdog devices`: the verdict, then the CPU, every adapter wgpu sees, and what `--backend auto` picks.
-pub fn devices_text(
+fn devices_text(
     cpu: &CpuInfo,
     adapters: &[&GpuAdapter],
     auto: &Plan,
@@ -88,7 +125,7 @@ pub fn devices_text(
 }
 
 /// `catdog devices --json`.
-pub fn devices_json(
+fn devices_json(
     cpu: &CpuInfo,
     adapters: &[&GpuAdapter],
     auto: &Plan,

@@ -15,13 +15,14 @@ mod verdict;
 use std::path::Path;
 
 pub use bench::{bench_chart, bench_markdown, bench_text};
-pub use devices::{devices_json, devices_text};
+pub use devices::Survey;
 pub use download::download_summary;
 pub use eval::{evaluation_text, reliability_diagram};
 pub use model::{REAL_PHOTOS, generated_model_note, model_line, model_name};
-pub use predict::{prediction_json, prediction_line, prediction_speed};
+pub use predict::{answer_words, prediction_json, prediction_line, prediction_speed};
 pub use progress::{TerminalBenchProgress, TerminalDownloadProgress, TerminalProgress};
 pub use train::{train_json, train_summary};
+pub use verdict::bench_verdict;
 
 /// A path as JSON text: file names that are not UTF-8 get U+FFFD where a byte is invalid.
 fn lossy(path: &Path) -> String {

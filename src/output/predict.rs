@@ -10,10 +10,15 @@ use crate::model::ModelChoice;
 /// padded to `path_width`.
 pub fn prediction_line(prediction: &Prediction, path_width: usize) -> String {
     let path = prediction.path.display();
+    format!("{path:<path_width$}  {}", answer_words(prediction))
+}
+
+/// `dog  0.93`, or `not sure (cat 0.58)` below the threshold: what `predict` says of a photo.
+pub fn answer_words(prediction: &Prediction) -> String {
     let (label, probability) = (&prediction.label, prediction.probability);
     match prediction.sure {
-        true => format!("{path:<path_width$}  {label}  {probability:.2}"),
-        false => format!("{path:<path_width$}  not sure ({label} {probability:.2})"),
+        true => format!("{label}  {probability:.2}"),
+        false => format!("not sure ({label} {probability:.2})"),
     }
 }
 

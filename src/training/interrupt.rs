@@ -4,6 +4,7 @@
 //! Ctrl-C exits at once. Every file catdog writes is renamed into place when complete, so even
 //! the immediate exit leaves no half-written model or checkpoint behind.
 
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU8, Ordering};
 
 /// The first signal received: 0 for none, then [`Interrupt::code`].
@@ -12,6 +13,15 @@ static RECEIVED: AtomicU8 = AtomicU8::new(0);
 /// Printed by the handler itself, so that it shows even while the training loop is busy.
 const STOPPING: &str = "\ncatdog: stopping after the batch in progress (within a second while \
                         decoding photos); Ctrl-C again quits at once.\n";
+
+/// What the first signal prints where a command other than training installed the handlers.
+static MESSAGE: OnceLock<&'static str> = OnceLock::new();
+
+/// What the first signal prints: training's [`STOPPING`], or the message given to
+/// [`install_saying`]. Async-signal-safe (one atomic load).
+fn message() -> &'static str {
+    MESSAGE.get().copied().unwrap_or(STOPPING)
+}
 
 /// Which signal asked training to stop.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,6 +69,13 @@ pub fn install() -> anyhow::Result<()> {
     platform::install()
 }
 
+/// [`install`] for a command other than training: the first signal prints `message` (and
+/// is reported by [`requested`]), the second Ctrl-C exits at once.
+pub fn install_saying(message: &'static str) -> anyhow::Result<()> {
+    let _ = MESSAGE.set(message);
+    platform::install()
+}
+
 /// The signal that asked training to stop, if one has arrived.
 pub fn requested() -> Option<Interrupt> {
     match RECEIVED.load(Ordering::SeqCst) {
@@ -72,7 +89,7 @@ pub fn requested() -> Option<Interrupt> {
 mod platform {
     use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
 
-    use super::{Interrupt, STOPPING, record};
+    use super::{Interrupt, message, record};
 
     extern "C" fn on_signal(signal: i32) {
         let by = if signal == Signal::SIGTERM as i32 {
@@ -83,7 +100,8 @@ mod platform {
         // SAFETY: write(2) and _exit(2) are async-signal-safe; the buffer is static.
         unsafe {
             if record(by) {
-                nix::libc::write(2, STOPPING.as_ptr().cast(), STOPPING.len());
+                let text = message();
+                nix::libc::write(2, text.as_ptr().cast(), text.len());
             } else if by == Interrupt::Interrupted {
                 // The second Ctrl-C: the user does not want to wait.
                 nix::libc::_exit(130);
@@ -110,12 +128,12 @@ mod platform {
 /// printing and exiting are safe. (Not compiled on the machines catdog is developed on.)
 #[cfg(not(unix))]
 mod platform {
-    use super::{Interrupt, STOPPING, record};
+    use super::{Interrupt, message, record};
 
     pub fn install() -> anyhow::Result<()> {
         ctrlc::set_handler(|| {
             if record(Interrupt::Interrupted) {
-                eprint!("{STOPPING}");
+                eprint!("{}", message());
             } else {
                 std::process::exit(130);
             }

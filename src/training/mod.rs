@@ -43,6 +43,9 @@ pub use settings::{FitSettings, TrainOptions};
 
 pub(crate) use history::{kept_epoch, median};
 pub(crate) use interrupt::install as install_interrupt_handlers;
+pub(crate) use interrupt::{
+    install_saying as install_interrupt_handlers_saying, requested as interrupted,
+};
 pub(crate) use request::TrainRequest;
 pub(crate) use trainer::Trainer;
 

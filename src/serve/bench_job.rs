@@ -1,0 +1,252 @@
+//! The page's "CPU against GPU": `catdog bench`'s own code, run on a thread of its own, one at
+//! a time, with what it is doing readable while it runs. Each result is kept in catdog's cache
+//! folder as JSON, so that the page lists this machine's earlier races after a restart.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use anyhow::Result;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::reply::Reply;
+use crate::bench::{self, BenchProgress, BenchReport, BenchSettings};
+use crate::chart;
+use crate::device::{Backend, BackendChoice, Precision};
+use crate::fs::write_atomically;
+use crate::output;
+
+/// Earlier results the page lists, newest first.
+const HISTORY_KEPT: usize = 20;
+
+/// The bench the page asks for: `catdog bench`'s defaults, or what the request names.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct BenchRequest {
+    backends: Option<Vec<String>>,
+    image_size: Option<u32>,
+    batch_size: Option<usize>,
+    seconds: Option<f64>,
+    repeats: Option<usize>,
+    warmup_steps: Option<usize>,
+}
+
+impl BenchRequest {
+    /// Reads a request body (empty for the defaults), refusing values `catdog bench` would.
+    pub fn parse(body: &[u8]) -> Result<(Vec<BackendChoice>, BenchSettings), Reply> {
+        let request: BenchRequest = match body.iter().all(u8::is_ascii_whitespace) {
+            true => BenchRequest::default(),
+            false => serde_json::from_slice(body).map_err(|err| {
+                Reply::error(400, format!("cannot read the bench's settings: {err}"))
+            })?,
+        };
+        let bad = |what: &str| Err(Reply::error(400, format!("the bench's {what}")));
+        let choices = match request.backends {
+            None => bench::default_choices(),
+            Some(names) if names.is_empty() => return bad("backends list is empty"),
+            Some(names) => {
+                let mut choices = Vec::new();
+                for name in names {
+                    match BackendChoice::ALL.iter().find(|c| c.name() == name) {
+                        Some(&choice) => choices.push(choice),
+                        None => return bad(&format!("backend {name:?} is not one catdog has")),
+                    }
+                }
+                choices
+            }
+        };
+        let defaults = BenchSettings::default();
+        let settings = BenchSettings {
+            image_size: request.image_size.unwrap_or(defaults.image_size),
+            batch_sizes: vec![request.batch_size.unwrap_or(defaults.batch_sizes[0])],
+            seconds: request.seconds.unwrap_or(defaults.seconds),
+            repeats: request.repeats.unwrap_or(defaults.repeats),
+            warmup_steps: request.warmup_steps.unwrap_or(defaults.warmup_steps),
+            ..defaults
+        };
+        if !(16..=1024).contains(&settings.image_size) {
+            return bad("image size must be 16 to 1024 px");
+        }
+        if !(1..=4096).contains(&settings.batch_sizes[0]) {
+            return bad("batch size must be 1 to 4096");
+        }
+        if !(settings.seconds > 0.0 && settings.seconds <= 60.0) {
+            return bad("window must be longer than 0 s and at most 60 s");
+        }
+        if !(1..=10).contains(&settings.repeats) || settings.warmup_steps > 100 {
+            return bad("windows must be 1 to 10, and warm-up steps at most 100");
+        }
+        Ok((choices, settings))
+    }
+}
+
+/// One bench at a time, what it is doing, and the results so far.
+pub(crate) struct BenchJob {
+    state: Mutex<JobState>,
+    /// Where results are kept; `None` keeps them in memory only.
+    history_dir: Option<PathBuf>,
+}
+
+#[derive(Default)]
+struct JobState {
+    running: bool,
+    /// What the running (or last) bench has done, a line a step.
+    progress: Vec<String>,
+    /// Why the last bench failed.
+    error: Option<String>,
+    /// Finished benches, oldest first.
+    results: Vec<Value>,
+}
+
+impl BenchJob {
+    /// A job with the results kept in `history_dir` read back (unreadable files skipped).
+    pub fn new(history_dir: Option<PathBuf>) -> BenchJob {
+        let mut results: Vec<(String, Value)> = history_dir
+            .as_ref()
+            .and_then(|dir| std::fs::read_dir(dir).ok())
+            .into_iter()
+            .flatten()
+            .filter_map(|entry| {
+                let entry = entry.ok()?;
+                let name = entry.file_name().into_string().ok()?;
+                let bytes = name
+                    .ends_with(".json")
+                    .then(|| std::fs::read(entry.path()))?;
+                Some((name, serde_json::from_slice(&bytes.ok()?).ok()?))
+            })
+            .collect();
+        results.sort_by(|a, b| a.0.cmp(&b.0));
+        let skip = results.len().saturating_sub(HISTORY_KEPT);
+        BenchJob {
+            state: Mutex::new(JobState {
+                results: results.into_iter().skip(skip).map(|(_, v)| v).collect(),
+                ..JobState::default()
+            }),
+            history_dir,
+        }
+    }
+
+    fn state(&self) -> MutexGuard<'_, JobState> {
+        // A panic while the lock was held leaves the state as it was: still usable.
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// `{"running", "progress", "error", "results"}`, the results newest first.
+    pub fn status(&self) -> Value {
+        let state = self.state();
+        json!({
+            "running": state.running,
+            "progress": state.progress,
+            "error": state.error,
+            "results": state.results.iter().rev().collect::<Vec<_>>(),
+        })
+    }
+
+    /// Starts a bench on a thread of its own; 409 while another one runs.
+    pub fn start(
+        self: &Arc<Self>,
+        choices: Vec<BackendChoice>,
+        settings: BenchSettings,
+    ) -> Result<(), Reply> {
+        {
+            let mut state = self.state();
+            if state.running {
+                return Err(Reply::error(
+                    409,
+                    "a bench is already running: one at a time, so that each has the machine \
+                     to itself",
+                ));
+            }
+            state.running = true;
+            state.progress.clear();
+            state.error = None;
+        }
+        let job = Arc::clone(self);
+        std::thread::spawn(move || {
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                job.run(&choices, &settings)
+            }))
+            .unwrap_or_else(|_| Err(anyhow::anyhow!("the bench stopped on an internal error")));
+            let mut state = job.state();
+            state.running = false;
+            match outcome {
+                Ok(result) => {
+                    state.results.push(result);
+                    let skip = state.results.len().saturating_sub(HISTORY_KEPT);
+                    state.results.drain(..skip);
+                }
+                Err(err) => state.error = Some(format!("{err:#}")),
+            }
+        });
+        Ok(())
+    }
+
+    fn note(&self, line: String) {
+        self.state().progress.push(line);
+    }
+
+    fn run(&self, choices: &[BackendChoice], settings: &BenchSettings) -> Result<Value> {
+        let backends = bench::open_backends(choices, Precision::F32, &mut |line| self.note(line))?;
+        let report = bench::run(&backends, settings, &mut Progress(self))?;
+        let finished = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis());
+        let result = result_json(&report, finished)?;
+        if let Some(dir) = &self.history_dir {
+            // Kept for the next start; a result that cannot be kept is still shown.
+            let kept = std::fs::create_dir_all(dir)
+                .map_err(anyhow::Error::from)
+                .and_then(|()| {
+                    write_atomically(
+                        &dir.join(format!("{finished}.json")),
+                        result.to_string().as_bytes(),
+                    )
+                });
+            if let Err(err) = kept {
+                self.note(format!("this result is not kept for later: {err:#}"));
+            }
+        }
+        Ok(result)
+    }
+}
+
+/// A finished bench as the page shows it: the verdict, the whole text `catdog bench` prints,
+/// its bar chart as SVG, and the figures.
+fn result_json(report: &BenchReport, finished_ms: u128) -> Result<Value> {
+    let runs: Vec<Value> = report
+        .runs
+        .iter()
+        .map(|run| {
+            json!({
+                "backend": run.backend.to_string(),
+                "device": run.device,
+                "batch_size": run.batch_size,
+                "train_images_per_sec": run.train_images_per_sec,
+                "infer_images_per_sec": run.infer_images_per_sec,
+            })
+        })
+        .collect();
+    Ok(json!({
+        "finished_ms": finished_ms as u64,
+        "verdict": output::bench_verdict(report),
+        "text": output::bench_text(report),
+        "chart_svg": chart::svg(&output::bench_chart(report))?,
+        "image_size": report.settings.image_size,
+        "runs": runs,
+    }))
+}
+
+/// The bench's steps, as lines of the job's progress.
+struct Progress<'a>(&'a BenchJob);
+
+impl BenchProgress for Progress<'_> {
+    fn started(&mut self, backend: &Backend, what: &str) {
+        self.0.note(format!(
+            "{} on {}: {what}",
+            backend.kind, backend.device_name
+        ));
+    }
+}

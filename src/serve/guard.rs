@@ -1,0 +1,103 @@
+//! What a request must show before catdog does anything for it: a `Host` that is this
+//! server's own address (a web page elsewhere that points its own domain name at 127.0.0.1,
+//! "DNS rebinding", sends its domain name here), and, for a request that changes something,
+//! the token the page was served with (another site's page cannot read it).
+
+use std::net::IpAddr;
+
+use super::reply::Reply;
+
+/// Whether `host` (a `Host` header's value) names this server: `localhost` or an IP address,
+/// with this server's port. A domain name is refused whatever it resolves to: that is what
+/// DNS rebinding relies on.
+pub(crate) fn host_allowed(host: &str, port: u16) -> bool {
+    let Some((name, host_port)) = host.rsplit_once(':') else {
+        // No port: only where the server listens on 80, the default.
+        return port == 80 && names_this_machine(host);
+    };
+    host_port.parse::<u16>() == Ok(port) && names_this_machine(name)
+}
+
+fn names_this_machine(name: &str) -> bool {
+    let literal = name.trim_start_matches('[').trim_end_matches(']');
+    name.eq_ignore_ascii_case("localhost") || literal.parse::<IpAddr>().is_ok()
+}
+
+/// Refuses a request whose `Host` header is missing or names another server.
+pub(crate) fn check_host(host: Option<&str>, port: u16) -> Result<(), Reply> {
+    match host {
+        Some(host) if host_allowed(host, port) => Ok(()),
+        Some(host) => Err(Reply::error(
+            403,
+            format!(
+                "this catdog server answers requests for localhost:{port} or its IP address, \
+                 not for {host}"
+            ),
+        )),
+        None => Err(Reply::error(400, "the request has no Host header")),
+    }
+}
+
+/// Refuses a request that changes something unless it carries the page's token.
+pub(crate) fn check_token(sent: Option<&str>, token: &str) -> Result<(), Reply> {
+    match sent {
+        Some(sent) if constant_time_eq(sent.as_bytes(), token.as_bytes()) => Ok(()),
+        _ => Err(Reply::error(
+            403,
+            "this request needs the token of catdog's page (the X-Catdog-Token header): \
+             reload the page",
+        )),
+    }
+}
+
+/// Compares two byte strings in a time that depends only on their lengths.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// A new random token, 32 hex digits.
+pub(crate) fn new_token() -> String {
+    use rand::RngCore;
+    let mut bytes = [0u8; 16];
+    rand::rng().fill_bytes(&mut bytes);
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_this_machines_names_with_this_port_pass() {
+        for host in [
+            "127.0.0.1:8080",
+            "localhost:8080",
+            "LOCALHOST:8080",
+            "[::1]:8080",
+        ] {
+            assert!(host_allowed(host, 8080), "{host}");
+        }
+        for host in [
+            "evil.example:8080",
+            "127.0.0.1.nip.io:8080",
+            "127.0.0.1:8081",
+            "localhost",
+            "127.0.0.1:",
+            "",
+        ] {
+            assert!(!host_allowed(host, 8080), "{host}");
+        }
+        assert!(host_allowed("localhost", 80));
+    }
+
+    #[test]
+    fn the_token_must_match_exactly() {
+        let token = new_token();
+        assert_eq!(token.len(), 32);
+        assert_ne!(token, new_token());
+        assert!(check_token(Some(&token), &token).is_ok());
+        assert!(check_token(Some(&token[1..]), &token).is_err());
+        assert!(check_token(Some(&token.to_uppercase()), &token).is_err());
+        assert!(check_token(None, &token).is_err());
+    }
+}

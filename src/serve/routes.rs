@@ -1,0 +1,150 @@
+//! Which request gets what: the page and its files, the model, the machine, predictions and
+//! the bench. Every request is checked for its `Host` first, and every one that changes
+//! something (a prediction queues on the model, a bench takes the machine) for the page's
+//! token.
+
+use std::path::PathBuf;
+
+use rayon::prelude::*;
+use serde_json::{Value, json};
+use tiny_http::{Method, Request};
+
+use super::bench_job::BenchRequest;
+use super::reply::Reply;
+use super::{State, guard, page, upload};
+use crate::data::decode_photo_bytes;
+use crate::output;
+
+/// The reply to `request`.
+pub(crate) fn reply(state: &State, request: &mut Request) -> Reply {
+    route(state, request).unwrap_or_else(|refusal| refusal)
+}
+
+fn route(state: &State, request: &mut Request) -> Result<Reply, Reply> {
+    guard::check_host(header(request, "Host"), state.port)?;
+    let path = request
+        .url()
+        .split(['?', '#'])
+        .next()
+        .unwrap_or("/")
+        .to_string();
+    let method = request.method().clone();
+    let allowed = match path.as_str() {
+        "/"
+        | "/app.js"
+        | "/style.css"
+        | "/api/model"
+        | "/api/model/curves.svg"
+        | "/api/devices" => Method::Get,
+        "/api/predict" => Method::Post,
+        "/api/bench" if method == Method::Get => Method::Get,
+        "/api/bench" => Method::Post,
+        _ => {
+            return Err(Reply::error(
+                404,
+                format!("catdog's page has nothing at {path}"),
+            ));
+        }
+    };
+    if method != allowed && !(method == Method::Head && allowed == Method::Get) {
+        return Err(Reply::error(
+            405,
+            format!("{path} takes {allowed} requests"),
+        ));
+    }
+    if allowed == Method::Post {
+        guard::check_token(header(request, "X-Catdog-Token"), &state.token)?;
+    }
+    Ok(match path.as_str() {
+        "/" => page::index(&state.token),
+        "/app.js" => page::script(),
+        "/style.css" => page::style(),
+        "/api/model" => Reply::json(200, &state.model),
+        "/api/model/curves.svg" => match &state.curves {
+            Some(svg) => Reply::text(200, "image/svg+xml", svg.clone()),
+            None => Reply::error(404, "this model folder has no curves.svg"),
+        },
+        "/api/devices" => Reply::json(200, state.devices()),
+        "/api/predict" => predict(state, request)?,
+        "/api/bench" if method == Method::Post => {
+            upload::check_length(request.body_length())?;
+            let body = upload::read_body(request.as_reader())?;
+            let (choices, settings) = BenchRequest::parse(&body)?;
+            state.bench.start(choices, settings)?;
+            Reply::json(202, &state.bench.status())
+        }
+        _ => Reply::json(200, &state.bench.status()),
+    })
+}
+
+/// A header's value, where the request has it.
+fn header<'r>(request: &'r Request, name: &'static str) -> Option<&'r str> {
+    request
+        .headers()
+        .iter()
+        .find(|h| h.field.equiv(name))
+        .map(|h| h.value.as_str())
+}
+
+/// The photos of a `multipart/form-data` request, each decoded and predicted: one entry per
+/// photo, in order, with its answer or why it could not be read. 400 where none could.
+fn predict(state: &State, request: &mut Request) -> Result<Reply, Reply> {
+    upload::check_length(request.body_length())?;
+    let content_type = header(request, "Content-Type").map(str::to_string);
+    let body = upload::read_body(request.as_reader())?;
+    let photos = upload::photos(content_type.as_deref(), body)?;
+    let decoded: Vec<anyhow::Result<Vec<u8>>> = photos
+        .par_iter()
+        .map(|photo| decode_photo_bytes(&photo.bytes, state.image_size, &photo.name))
+        .collect();
+    let readable: Vec<(PathBuf, Vec<u8>)> = photos
+        .iter()
+        .zip(&decoded)
+        .filter_map(|(photo, pixels)| {
+            Some((PathBuf::from(&photo.name), pixels.as_ref().ok()?.clone()))
+        })
+        .collect();
+    // One model, one photo batch at a time: requests from several tabs wait their turn here.
+    let (predictions, model_line) = {
+        let predictor = state.predictor();
+        let predictions = match readable.is_empty() {
+            true => Vec::new(),
+            false => predictor
+                .predict_decoded(&readable)
+                .map_err(|err| Reply::error(500, format!("{err:#}")))?,
+        };
+        (predictions, output::model_line(&predictor))
+    };
+    let mut predictions = predictions.into_iter();
+    let answers: Vec<Value> = photos
+        .iter()
+        .zip(decoded)
+        .map(|(photo, pixels)| match pixels {
+            Ok(_) => {
+                let prediction = predictions.next().expect("one prediction a readable photo");
+                let mut answer = output::prediction_json(&prediction, &state.choice);
+                // The browser's file name, not a path on this machine.
+                answer.as_object_mut().map(|a| a.remove("path"));
+                answer["name"] = json!(photo.name);
+                answer["words"] = json!(output::answer_words(&prediction));
+                answer
+            }
+            Err(err) => json!({ "name": photo.name, "error": format!("{err:#}") }),
+        })
+        .collect();
+    let status = match readable.is_empty() {
+        true => 400,
+        false => 200,
+    };
+    let error = (status == 400).then(|| {
+        answers
+            .iter()
+            .filter_map(|a| a["error"].as_str())
+            .collect::<Vec<_>>()
+            .join("; ")
+    });
+    Ok(Reply::json(
+        status,
+        &json!({ "model": model_line, "photos": answers, "error": error }),
+    ))
+}
