@@ -366,16 +366,23 @@ fn the_page_predicts_like_predict_and_refuses_what_it_should() {
             .contains("more than 32 photos"),
         "{reply}"
     );
+    // A body declared far larger than memory, never sent: 413, and the server lives on.
     let (status, _, body) = served.request(
         "POST",
         "/api/predict",
         &[
             ("X-Catdog-Token", &served.token),
-            ("Content-Length", "500000000"),
+            ("Content-Length", "1000000000000"),
         ],
         b"",
     );
     assert_eq!(status, 413, "{}", String::from_utf8_lossy(&body));
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        TcpStream::connect(("127.0.0.1", port)).is_ok(),
+        "the server stopped after a request declaring 1 TB"
+    );
+    assert_eq!(served.get("/style.css").0, 200);
     let (status, reply) = served.post(
         "/api/predict",
         &[("Content-Type", "image/jpeg")],
@@ -773,4 +780,51 @@ fn base64_decode(text: &str) -> Vec<u8> {
             bytes[1..chunk.len()].to_vec()
         })
         .collect()
+}
+
+/// `--host` with an address other computers reach: a warning saying so, and the page still
+/// refuses requests for another server's name.
+#[test]
+fn listening_beyond_this_computer_warns() {
+    let cache = tempfile::tempdir().unwrap();
+    let mut child = command()
+        .args([
+            "serve",
+            "--host",
+            "0.0.0.0",
+            "--port",
+            "0",
+            "--backend",
+            "flex",
+        ])
+        .args(["--model", "builtin"])
+        .env("XDG_CACHE_HOME", cache.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    let port: u16 = first
+        .strip_prefix("catdog serve: the page is at http://127.0.0.1:")
+        .unwrap_or_else(|| panic!("{first}"))
+        .trim_end_matches('/')
+        .parse()
+        .unwrap();
+    let host = format!("rebind.example:{port}");
+    assert_eq!(http(port, "GET", "/", &[("Host", &host)], b"").0, 403);
+    assert_eq!(http(port, "GET", "/", &[], b"").0, 200);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert!(
+        stderr.contains("warning: listening on 0.0.0.0: anyone who can reach this computer"),
+        "{stderr}"
+    );
 }

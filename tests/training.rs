@@ -921,7 +921,7 @@ fn train_refuses_options_it_cannot_use() {
 /// would leave the patch unused (cargo only warns), and Cargo.lock would then name the
 /// registry's crate instead.
 #[test]
-fn the_vendored_burn_crates_are_the_ones_compiled_in() {
+fn the_vendored_crates_are_the_ones_compiled_in() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let lock = std::fs::read_to_string(root.join("Cargo.lock")).unwrap();
     let mut names: Vec<String> = std::fs::read_dir(root.join("vendor"))
@@ -931,7 +931,13 @@ fn the_vendored_burn_crates_are_the_ones_compiled_in() {
     names.sort();
     assert_eq!(
         names,
-        ["burn-flex", "burn-optim", "burn-store", "cubecl-wgpu"]
+        [
+            "burn-flex",
+            "burn-optim",
+            "burn-store",
+            "cubecl-wgpu",
+            "tiny_http"
+        ]
     );
     for name in &names {
         let manifest =
