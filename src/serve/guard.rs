@@ -11,16 +11,31 @@ use super::reply::Reply;
 /// with this server's port. A domain name is refused whatever it resolves to: that is what
 /// DNS rebinding relies on.
 pub(crate) fn host_allowed(host: &str, port: u16) -> bool {
-    let Some((name, host_port)) = host.rsplit_once(':') else {
-        // No port: only where the server listens on 80, the default.
-        return port == 80 && names_this_machine(host);
+    let (name, host_port) = match host.strip_prefix('[') {
+        // An IPv6 address is written in brackets, with colons of its own: `[::1]:8080`.
+        Some(bracketed) => match bracketed.split_once(']') {
+            Some((address, "")) => (address, None),
+            Some((address, rest)) => match rest.strip_prefix(':') {
+                Some(host_port) => (address, Some(host_port)),
+                None => return false,
+            },
+            None => return false,
+        },
+        None => match host.rsplit_once(':') {
+            Some((name, host_port)) => (name, Some(host_port)),
+            None => (host, None),
+        },
     };
-    host_port.parse::<u16>() == Ok(port) && names_this_machine(name)
+    let port_matches = match host_port {
+        Some(host_port) => host_port.parse::<u16>() == Ok(port),
+        // No port: the default, 80.
+        None => port == 80,
+    };
+    port_matches && names_this_machine(name)
 }
 
 fn names_this_machine(name: &str) -> bool {
-    let literal = name.trim_start_matches('[').trim_end_matches(']');
-    name.eq_ignore_ascii_case("localhost") || literal.parse::<IpAddr>().is_ok()
+    name.eq_ignore_ascii_case("localhost") || name.parse::<IpAddr>().is_ok()
 }
 
 /// Refuses a request whose `Host` header is missing or names another server.
@@ -88,6 +103,11 @@ mod tests {
             assert!(!host_allowed(host, 8080), "{host}");
         }
         assert!(host_allowed("localhost", 80));
+        assert!(host_allowed("[::1]", 80), "a browser leaves out port 80");
+        assert!(host_allowed("127.0.0.1", 80));
+        for host in ["[::1]x", "[::1]:", "[evil.example]:80", "::1", "[::1"] {
+            assert!(!host_allowed(host, 80), "{host}");
+        }
     }
 
     #[test]

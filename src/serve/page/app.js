@@ -157,12 +157,19 @@ async function pollBench() {
 
 async function startBench() {
   $("bench-start").disabled = true;
-  // catdog bench's defaults; a test (or a curious user, in the console) may set smaller ones.
-  const { status, json } = await post("/api/bench", JSON.stringify(window.catdogBenchSettings || {}),
-    { "Content-Type": "application/json" });
-  if (status !== 202 && status !== 409) {
+  try {
+    // catdog bench's defaults; a test (or a curious user, in the console) may set smaller ones.
+    const { status, json } = await post("/api/bench",
+      JSON.stringify(window.catdogBenchSettings || {}), { "Content-Type": "application/json" });
+    if (status !== 202 && status !== 409) {
+      $("bench-error").hidden = false;
+      $("bench-error").textContent = json.error || `the server answered ${status}`;
+    }
+  } catch (err) {
     $("bench-error").hidden = false;
-    $("bench-error").textContent = json.error || `the server answered ${status}`;
+    $("bench-error").textContent = "catdog is not answering: " + err.message;
+    $("bench-start").disabled = false;
+    return;
   }
   pollBench();
 }
