@@ -71,10 +71,13 @@ fn markdown_examples(text: &str) -> Vec<(usize, String)> {
     found
 }
 
-/// The words a shell would pass: the line up to a comment, a redirection or a pipe.
+/// The words a shell would pass: the line up to a comment, a redirection, a pipe or a `&`
+/// (a command started in the background, or `&&`).
 fn words(line: &str) -> Vec<String> {
     line.split_whitespace()
-        .take_while(|w| !w.starts_with('#') && !w.starts_with('>') && *w != "|")
+        .take_while(|w| {
+            !w.starts_with('#') && !w.starts_with('>') && *w != "|" && !w.starts_with('&')
+        })
         .map(str::to_string)
         .collect()
 }
@@ -134,6 +137,7 @@ fn every_example_in_the_help_and_the_docs_is_a_command_line_catdog_takes() {
     // The check itself tells a wrong flag from a right one.
     assert!(catdog::cli::parse_check(&words("catdog train -e 1 -b cpu -o m # x")).is_ok());
     assert!(catdog::cli::parse_check(&words("catdog train --epoch 1")).is_err());
+    assert!(catdog::cli::parse_check(&words("catdog serve -p 1 & sleep 1")).is_ok());
     let block = "```sh\ncatdog train --data d \\\n    --epochs 2\nls\n```\ncatdog x\n";
     assert_eq!(
         markdown_examples(block),
@@ -150,6 +154,7 @@ fn needs_more_than_a_fresh_clone(args: &[String], cwd: &Path) -> Option<String> 
         "predict" | "synth" => {}
         "train" | "bench" => return Some("minutes of computing".into()),
         "download" => return Some("the network".into()),
+        "serve" => return Some("a server that runs until stopped".into()),
         _ => return Some("the user's own photos".into()),
     }
     if command == "synth"
