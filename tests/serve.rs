@@ -550,7 +550,8 @@ impl Browser {
             std::thread::sleep(Duration::from_millis(50));
         }
         let profile = tempfile::tempdir().unwrap();
-        // As the machine's probe found: no background connections (the network is closed).
+        // As the machine's probe found: no background connections (the network is closed);
+        // shared memory through /tmp, as a container's /dev/shm may be tiny.
         let args = [
             "--headless=new",
             "--no-sandbox",
@@ -560,6 +561,7 @@ impl Browser {
             "--disable-background-networking",
             "--disable-component-update",
             "--disable-sync",
+            "--disable-dev-shm-usage",
             "--window-size=900,1000",
         ];
         let mut args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
