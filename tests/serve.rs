@@ -641,7 +641,8 @@ impl Drop for Browser {
 }
 
 /// In headless chromium: the page loads with no error in its console, photos chosen through
-/// its own file input get their answer and a bar per class, and the race shows a verdict.
+/// its own file input get their answer and a bar per class (a file that is not a photo, the
+/// reason), and the race shows a verdict.
 /// `CATDOG_SCREENSHOT=FILE.png` keeps a screenshot of the page with the photos answered (the
 /// README's, taken with `CATDOG_SCREENSHOT_PHOTOS=examples/cat.jpg:examples/dog.jpg`, whole
 /// paths).
@@ -761,6 +762,21 @@ fn the_page_works_in_a_real_browser() {
         .filter(|entry| entry["level"] == "SEVERE")
         .collect();
     assert!(errors.is_empty(), "console errors: {errors:?}");
+
+    // A file that is not a photo: its reason, in the page. (Last: chromium logs the 400 that
+    // says so as a console error, as it does for any request refused.)
+    let notes = dir.path().join("notes.txt");
+    std::fs::write(&notes, "these are not pixels").unwrap();
+    browser.session_call(
+        "POST",
+        &format!("/element/{input}/value"),
+        serde_json::json!({ "text": notes.display().to_string() }),
+    );
+    browser.wait_for(
+        "return Array.from(document.querySelectorAll('#answers .status.error'))\
+         .some(e => e.textContent.includes('notes.txt'))",
+        "why notes.txt was refused",
+    );
 }
 
 /// Standard base64, as WebDriver sends a screenshot.
