@@ -846,3 +846,35 @@ fn listening_beyond_this_computer_warns() {
         "{stderr}"
     );
 }
+
+/// A port another program holds: a plain error naming it and what to do, no panic.
+#[test]
+fn a_port_in_use_is_a_clear_error() {
+    let cache = tempfile::tempdir().unwrap();
+    let served = Served::start(cache.path());
+    let port = served.port.to_string();
+    let output = command()
+        .args([
+            "serve",
+            "--port",
+            &port,
+            "--backend",
+            "flex",
+            "--model",
+            "builtin",
+        ])
+        .env("XDG_CACHE_HOME", cache.path())
+        .output()
+        .unwrap();
+    common::assert_fails_with(&output, &format!("cannot listen on 127.0.0.1:{port}"));
+    assert!(
+        common::stderr(&output).contains("--port 0"),
+        "{}",
+        common::stderr(&output)
+    );
+    assert_eq!(
+        served.get("/style.css").0,
+        200,
+        "the first server still answers"
+    );
+}
