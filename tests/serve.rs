@@ -21,17 +21,13 @@ struct Served {
 
 impl Served {
     fn start(cache: &Path) -> Served {
-        let mut child = command()
-            .args([
-                "serve",
-                "--port",
-                "0",
-                "--backend",
-                "flex",
-                "--model",
-                "builtin",
-            ])
-            .env("XDG_CACHE_HOME", cache)
+        Served::start_with(cache, &[])
+    }
+
+    /// [`Served::start`] with `args` added (`--host 0.0.0.0`, say).
+    fn start_with(cache: &Path, args: &[&str]) -> Served {
+        let mut child = serve_command(cache, &["--port", "0"])
+            .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -103,6 +99,40 @@ impl Drop for Served {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// `catdog serve` with the built-in model on flex, its cache folder in `cache`, and `args`.
+fn serve_command(cache: &Path, args: &[&str]) -> std::process::Command {
+    let mut serve = command();
+    serve
+        .args(["serve", "--backend", "flex", "--model", "builtin"])
+        .args(args)
+        .env("XDG_CACHE_HOME", cache);
+    serve
+}
+
+/// A small JPEG turned by its EXIF orientation, and a drawn picture of `class`, written
+/// into `dir`.
+fn a_photo_and_a_drawing(dir: &Path, class: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    let pictures = dir.join("pictures");
+    assert_success(&catdog(&[
+        "synth",
+        "--out",
+        &pictures.display().to_string(),
+        "--count",
+        "2",
+        "--size",
+        "48",
+    ]));
+    let drawn = std::fs::read_dir(pictures.join(class))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let photo = dir.join("rotated.jpg");
+    std::fs::write(&photo, fixture("exif-rotate-90.jpg")).unwrap();
+    (photo, drawn)
 }
 
 /// One HTTP/1.1 request to 127.0.0.1:`port`, the connection closed after it.
@@ -243,24 +273,7 @@ fn the_page_predicts_like_predict_and_refuses_what_it_should() {
 
     // Two photos at once: the answers `catdog predict` gives the same files.
     let dir = tempfile::tempdir().unwrap();
-    let pictures = dir.path().join("pictures");
-    assert_success(&catdog(&[
-        "synth",
-        "--out",
-        &pictures.display().to_string(),
-        "--count",
-        "2",
-        "--size",
-        "48",
-    ]));
-    let drawn = std::fs::read_dir(pictures.join("cat"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
-    let photo = dir.path().join("rotated.jpg");
-    std::fs::write(&photo, fixture("exif-rotate-90.jpg")).unwrap();
+    let (photo, drawn) = a_photo_and_a_drawing(dir.path(), "cat");
     let drawn_bytes = std::fs::read(&drawn).unwrap();
     let photo_bytes = fixture("exif-rotate-90.jpg");
     let (status, reply) =
@@ -659,24 +672,8 @@ fn the_page_works_in_a_real_browser() {
     let photos: Vec<std::path::PathBuf> = match std::env::var_os("CATDOG_SCREENSHOT_PHOTOS") {
         Some(list) => std::env::split_paths(&list).collect(),
         None => {
-            let pictures = dir.path().join("pictures");
-            assert_success(&catdog(&[
-                "synth",
-                "--out",
-                &pictures.display().to_string(),
-                "--count",
-                "2",
-                "--size",
-                "48",
-            ]));
-            let drawn = std::fs::read_dir(pictures.join("dog"))
-                .unwrap()
-                .next()
-                .unwrap()
-                .unwrap();
-            let photo = dir.path().join("rotated.jpg");
-            std::fs::write(&photo, fixture("exif-rotate-90.jpg")).unwrap();
-            vec![photo, drawn.path()]
+            let (photo, drawn) = a_photo_and_a_drawing(dir.path(), "dog");
+            vec![photo, drawn]
         }
     };
 
@@ -805,37 +802,16 @@ fn base64_decode(text: &str) -> Vec<u8> {
 #[test]
 fn listening_beyond_this_computer_warns() {
     let cache = tempfile::tempdir().unwrap();
-    let mut child = command()
-        .args([
-            "serve",
-            "--host",
-            "0.0.0.0",
-            "--port",
-            "0",
-            "--backend",
-            "flex",
-        ])
-        .args(["--model", "builtin"])
-        .env("XDG_CACHE_HOME", cache.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let first = lines.next().unwrap().unwrap();
-    let port: u16 = first
-        .strip_prefix("catdog serve: the page is at http://127.0.0.1:")
-        .unwrap_or_else(|| panic!("{first}"))
-        .trim_end_matches('/')
-        .parse()
-        .unwrap();
+    let mut served = Served::start_with(cache.path(), &["--host", "0.0.0.0"]);
+    let port = served.port;
     let host = format!("rebind.example:{port}");
     assert_eq!(http(port, "GET", "/", &[("Host", &host)], b"").0, 403);
     assert_eq!(http(port, "GET", "/", &[], b"").0, 200);
-    child.kill().unwrap();
-    child.wait().unwrap();
+    served.child.kill().unwrap();
+    served.child.wait().unwrap();
     let mut stderr = String::new();
-    child
+    served
+        .child
         .stderr
         .take()
         .unwrap()
@@ -853,17 +829,7 @@ fn a_port_in_use_is_a_clear_error() {
     let cache = tempfile::tempdir().unwrap();
     let served = Served::start(cache.path());
     let port = served.port.to_string();
-    let output = command()
-        .args([
-            "serve",
-            "--port",
-            &port,
-            "--backend",
-            "flex",
-            "--model",
-            "builtin",
-        ])
-        .env("XDG_CACHE_HOME", cache.path())
+    let output = serve_command(cache.path(), &["--port", &port])
         .output()
         .unwrap();
     common::assert_fails_with(&output, &format!("cannot listen on 127.0.0.1:{port}"));
