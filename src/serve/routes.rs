@@ -97,30 +97,27 @@ fn predict(state: &State, request: &mut Request) -> Result<Reply, Reply> {
         .par_iter()
         .map(|photo| decode_photo_bytes(&photo.bytes, state.image_size, &photo.name))
         .collect();
-    let readable: Vec<(PathBuf, Vec<u8>)> = photos
+    // The pixels go to the model; each photo keeps whether it had any, or why not.
+    let mut readable: Vec<(PathBuf, Vec<u8>)> = Vec::new();
+    let outcomes: Vec<Result<(), anyhow::Error>> = photos
         .iter()
-        .zip(&decoded)
-        .filter_map(|(photo, pixels)| {
-            Some((PathBuf::from(&photo.name), pixels.as_ref().ok()?.clone()))
-        })
+        .zip(decoded)
+        .map(|(photo, pixels)| pixels.map(|p| readable.push((PathBuf::from(&photo.name), p))))
         .collect();
     // One model, one photo batch at a time: requests from several tabs wait their turn here.
-    let (predictions, model_line) = {
-        let predictor = state.predictor();
-        let predictions = match readable.is_empty() {
-            true => Vec::new(),
-            false => predictor
-                .predict_decoded(&readable)
-                .map_err(|err| Reply::error(500, format!("{err:#}")))?,
-        };
-        (predictions, output::model_line(&predictor))
+    let predictions = match readable.is_empty() {
+        true => Vec::new(),
+        false => state
+            .predictor()
+            .predict_decoded(&readable)
+            .map_err(|err| Reply::error(500, format!("{err:#}")))?,
     };
     let mut predictions = predictions.into_iter();
     let answers: Vec<Value> = photos
         .iter()
-        .zip(decoded)
-        .map(|(photo, pixels)| match pixels {
-            Ok(_) => {
+        .zip(outcomes)
+        .map(|(photo, outcome)| match outcome {
+            Ok(()) => {
                 let prediction = predictions.next().expect("one prediction a readable photo");
                 let mut answer = output::prediction_json(&prediction, &state.choice);
                 // The browser's file name, not a path on this machine.
@@ -145,6 +142,6 @@ fn predict(state: &State, request: &mut Request) -> Result<Reply, Reply> {
     });
     Ok(Reply::json(
         status,
-        &json!({ "model": model_line, "photos": answers, "error": error }),
+        &json!({ "model": state.model["line"], "photos": answers, "error": error }),
     ))
 }
