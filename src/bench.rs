@@ -1,6 +1,7 @@
 //! `catdog bench`: photos per second of every backend, measured the same way for each.
 //!
-//! Every backend trains the same `SmallCnn` on the same batches of the same pictures, at the
+//! Every backend trains the same network (`SmallCnn`, or ResNet-18 with `--network resnet18`)
+//! on the same batches of the same pictures, at the
 //! same image and batch size. After a warm-up (which also lets wgpu compile and autotune its
 //! kernels), each figure is taken over `repeats` timed windows of at least `seconds` each, and
 //! reported as the median with the min and max. A training step is forward, backward and
@@ -30,6 +31,7 @@ use crate::device::{
     self, Backend, BackendChoice, BackendKind, Batch, CpuInfo, GpuAdapter, Precision, explain_panic,
 };
 use crate::inference::{Readout, class_probabilities, log_probabilities_on_device};
+use crate::model::NetworkKind;
 use crate::training::{FitSettings, Trainer, median};
 
 /// AdamW's learning rate in the bench: constant, as in the PyTorch reference.
@@ -38,6 +40,8 @@ const LEARNING_RATE: f64 = 1e-3;
 /// How to measure.
 #[derive(Clone, Debug, Serialize)]
 pub struct BenchSettings {
+    /// The network every backend trains.
+    pub network: NetworkKind,
     pub image_size: u32,
     /// Each is measured in turn.
     pub batch_sizes: Vec<usize>,
@@ -57,6 +61,7 @@ pub struct BenchSettings {
 impl Default for BenchSettings {
     fn default() -> Self {
         BenchSettings {
+            network: NetworkKind::SmallCnn,
             image_size: 64,
             batch_sizes: vec![32],
             data_on_device: false,
@@ -286,6 +291,7 @@ fn bench_backend(
         synth::CLASSES.len(),
         &backend.device,
         &FitSettings {
+            network: settings.network,
             seed: 7,
             ..FitSettings::default()
         },

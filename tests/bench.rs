@@ -255,6 +255,62 @@ fn bench_measures_each_batch_size_and_marks_the_best() {
     assert!(text.contains("Each at its best batch size: CPU "), "{text}");
 }
 
+/// `--network resnet18`: every figure is ResNet-18's, and the answer says so; at 224 px it
+/// is the article's kind of network (not measured here: minutes on 2 cores).
+#[test]
+fn bench_measures_resnet18_and_names_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("bench.svg");
+    let text = succeed(&[
+        "bench",
+        "--network",
+        "resnet18",
+        "--backends",
+        "flex,ndarray",
+        "--image-size",
+        "32",
+        "--batch-size",
+        "4",
+        "--seconds",
+        "0.2",
+        "--repeats",
+        "1",
+        "--warmup-steps",
+        "1",
+        "--chart",
+        svg.to_str().unwrap(),
+    ]);
+    assert!(
+        text.contains("The answer: ResNet-18 training photos per second"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "ResNet-18 at 32 px, the article's kind of network, batch 4, about 37 million"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("for bigger pictures. ResNet-18 at 224 px needs about 49× the work"),
+        "{text}"
+    );
+    assert!(text.contains("The details: ResNet-18, 32 px"), "{text}");
+    assert!(report_rate(&text, "this CPU") > 0.0, "{text}");
+    let chart = fs::read_to_string(&svg).unwrap();
+    assert!(
+        chart.contains("ResNet-18 photos per second, 32 px"),
+        "{chart}"
+    );
+
+    let output = catdog(&["bench", "--network", "resnet18", "--image-size", "16"]);
+    assert!(!output.status.success());
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        err.contains("at least 32 px for ResNet-18, not 16"),
+        "{err}"
+    );
+}
+
 #[test]
 fn bench_chart_as_png_and_its_text_report() {
     let dir = tempfile::tempdir().unwrap();

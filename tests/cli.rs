@@ -169,6 +169,49 @@ fn synth_then_train_then_predict_with_json() {
     assert_eq!(stdout(&output), "", "no label for a NaN");
 }
 
+/// `--network resnet18` end to end on flex: trained at 32 px (the smallest it takes), saved
+/// as a ResNet-18, predicted and evaluated with the network its `catdog.json` names; a resumed
+/// run cannot switch networks.
+#[test]
+fn resnet18_trains_predicts_and_evaluates() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let model = dir.path().join("model");
+    synth(&data, 20, 32);
+    let train = |extra: &[&str]| {
+        let mut args = vec!["train", "--data", path(&data), "--out", path(&model)];
+        args.extend_from_slice(&["--backend", "flex", "--batch-size", "6", "--epochs", "1"]);
+        args.extend(extra);
+        catdog(&args)
+    };
+    let output = train(&["--network", "resnet18", "--image-size", "16"]);
+    assert_fails_with(
+        &output,
+        "--image-size must be 32 to 1024 px for ResNet-18, not 16",
+    );
+
+    assert_success(&train(&["--network", "resnet18", "--image-size", "32"]));
+    let info: Value =
+        serde_json::from_slice(&fs::read(model.join("catdog.json")).unwrap()).unwrap();
+    assert_eq!(info["architecture"], "resnet18");
+    assert_eq!(info["image_size"], 32);
+    // torchvision's names (bench/resnet18_exchange.py loads them into PyTorch).
+    let header = common::weights_header(&model);
+    assert!(header.contains("layer4.1.bn2.running_var"), "{header}");
+
+    let output = catdog(&["predict", "--model", path(&model), "--json", path(&data)]);
+    assert_success(&output);
+    assert_eq!(stdout(&output).lines().count(), 20);
+    let output = catdog(&["eval", "--model", path(&model), "--data", path(&data)]);
+    assert_success(&output);
+    let text = stdout(&output) + &stderr(&output);
+    assert!(text.contains("20 photos"), "{text}");
+    assert!(text.contains("(ResNet-18, trained on "), "{text}");
+
+    let output = train(&["--resume", "--network", "small-cnn"]);
+    assert_fails_with(&output, "--network small-cnn (the run uses resnet18)");
+}
+
 #[test]
 fn train_without_data_uses_the_generated_pictures() {
     let dir = tempfile::tempdir().unwrap();

@@ -8,7 +8,7 @@ use burn::tensor::{Device, Tensor};
 use catdog::data::{ImageSet, Normalization, stratified_split, synth};
 use catdog::device::{BackendKind, CpuBackend, cpu_backend};
 use catdog::inference::{Predictor, calibrate, class_probabilities, evaluate};
-use catdog::model::{self as saved_model, ModelChoice, ModelInfo, SmallCnn};
+use catdog::model::{self as saved_model, ModelChoice, ModelInfo, Network, NetworkKind};
 use catdog::training::{EpochStats, FitSettings, Schedule, TrainOptions, best_epoch, fit, train};
 
 /// Generated pictures split 90/10.
@@ -106,9 +106,36 @@ fn wgpu_training_lowers_the_loss() {
     assert_loss_falls(&epochs);
 }
 
+/// ResNet-18 (`--network resnet18`) learns: a few steps at 32 px, the smallest picture its
+/// five halvings take. (`trainer.rs` checks its steps on ndarray and wgpu against flex's.)
+#[test]
+fn resnet18_training_lowers_the_loss() {
+    let (train, _) = generated(36, 32, 4);
+    let settings = FitSettings {
+        network: NetworkKind::ResNet18,
+        epochs: 3,
+        batch_size: 8,
+        learning_rate: 3e-3,
+        seed: 4,
+        ..FitSettings::default()
+    };
+    let (model, epochs) = fit(
+        &train,
+        &ImageSet::new(32),
+        2,
+        &settings,
+        &Normalization::default(),
+        &cpu_backend(CpuBackend::Flex).device,
+        &mut (),
+    )
+    .unwrap();
+    assert_eq!(model.kind(), NetworkKind::ResNet18);
+    assert_loss_falls(&epochs);
+}
+
 /// A network trained with dropout for one epoch on flex on 64 generated pictures of `size` px,
 /// and the pictures it held out.
-fn one_epoch_model(size: u32, seed: u64) -> (SmallCnn, ImageSet) {
+fn one_epoch_model(size: u32, seed: u64) -> (Network, ImageSet) {
     let (train, val) = generated(64, size, seed);
     let settings = FitSettings {
         epochs: 1,
@@ -146,7 +173,7 @@ fn a_saved_model_predicts_the_same_on_every_backend() {
     let info = ModelInfo {
         format_version: saved_model::FORMAT_VERSION,
         catdog_version: "test".into(),
-        architecture: catdog::model::ARCHITECTURE.into(),
+        architecture: NetworkKind::SmallCnn.name().into(),
         architecture_version: catdog::model::ARCHITECTURE_VERSION,
         classes: vec!["cat".into(), "dog".into()],
         image_size: size,
@@ -214,7 +241,7 @@ fn an_overconfident_model_gets_a_temperature_above_one() {
     .unwrap();
     // Pictures it never saw, to fit and measure on.
     let check = synth::generate(600, size, 10);
-    let calibrate = |model: &SmallCnn| {
+    let calibrate = |model: &Network| {
         calibrate(model, &check, &normalization, &device, 64)
             .unwrap()
             .expect("a calibration for a non-empty set")
@@ -260,14 +287,14 @@ fn dropout_acts_while_training_only() {
     training.seed(3);
     let images = Tensor::<4>::random([8, 3, 16, 16], Uniform(0.0, 1.0), &device);
     let on_training = Tensor::<4>::from_data(images.to_data(), &training);
-    let logits = |model: &SmallCnn, images: &Tensor<4>| model.forward(images.clone()).into_data();
+    let logits = |model: &Network, images: &Tensor<4>| model.forward(images.clone()).into_data();
 
-    let without = SmallCnn::new(2, 0.0, &training);
+    let without = Network::new(NetworkKind::SmallCnn, 2, 0.0, &training);
     assert_eq!(
         logits(&without, &on_training),
         logits(&without, &on_training)
     );
-    let with = SmallCnn::new(2, 0.5, &training);
+    let with = Network::new(NetworkKind::SmallCnn, 2, 0.5, &training);
     assert_ne!(
         logits(&with, &on_training),
         logits(&with, &on_training),

@@ -10,6 +10,7 @@ use crate::bench::{self, BenchSettings};
 use crate::chart;
 use crate::device::{BackendChoice, Precision};
 use crate::fs::write_atomically;
+use crate::model::NetworkKind;
 use crate::output::{self, TerminalBenchProgress};
 
 #[derive(Debug, Args)]
@@ -17,15 +18,18 @@ use crate::output::{self, TerminalBenchProgress};
     catdog bench\n  \
     catdog bench --backends wgpu,flex --image-size 128 --chart bench.svg\n  \
     catdog bench --backends gpu,cpu --batch-size 32,128,512 --data-on-device\n  \
+    catdog bench --network resnet18     # the article's kind of network, 224 px\n  \
     catdog bench --data ~/Pictures/pets --json > bench.json")]
 pub struct BenchArgs {
     /// Backends to measure, comma-separated [default: wgpu if there is a GPU, flex, ndarray]
     #[arg(short, long, value_enum, value_delimiter = ',', value_name = "LIST")]
     pub backends: Vec<BackendChoice>,
-    /// Side of the pictures in pixels.
-    #[arg(long, value_name = "PX", default_value_t = defaults().image_size,
-          value_parser = clap::value_parser!(u32).range(16..=1024))]
-    pub image_size: u32,
+    /// The network every backend trains.
+    #[arg(long, value_enum, default_value_t = NetworkKind::SmallCnn)]
+    pub network: NetworkKind,
+    /// Side of the pictures in pixels [default: 64 for small-cnn, 224 for resnet18]
+    #[arg(long, value_name = "PX", value_parser = clap::value_parser!(u32).range(16..=1024))]
+    pub image_size: Option<u32>,
     /// Photos per step; a comma-separated list measures each, and the table marks every
     /// backend's best.
     #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = "32",
@@ -81,8 +85,19 @@ pub(super) fn run(args: BenchArgs) -> Result<ExitCode> {
     let backends = bench::open_backends(&choices, args.precision, &mut |line| {
         eprintln!("bench: {line}")
     })?;
+    let image_size = args
+        .image_size
+        .unwrap_or_else(|| args.network.default_image_size());
+    let smallest = args.network.smallest_image_size();
+    if image_size < smallest {
+        bail!(
+            "--image-size must be at least {smallest} px for {}, not {image_size}",
+            args.network.title()
+        );
+    }
     let settings = BenchSettings {
-        image_size: args.image_size,
+        network: args.network,
+        image_size,
         batch_sizes: distinct(&args.batch_size),
         data_on_device: args.data_on_device,
         seconds: args.seconds,

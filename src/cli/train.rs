@@ -9,7 +9,7 @@ use clap::Args;
 use super::with_default;
 use crate::data::Augmentation;
 use crate::device::{self, BackendChoice, Precision};
-use crate::model::ModelChoice;
+use crate::model::{ModelChoice, NetworkKind};
 use crate::output::{self, TerminalProgress};
 use crate::training::{self, Schedule, TrainOptions, TrainOutcome, TrainRequest};
 
@@ -20,6 +20,7 @@ use crate::training::{self, Schedule, TrainOptions, TrainOutcome, TrainRequest};
     catdog train --data data/dogs-vs-cats --image-size 128 --out models/big\n  \
     catdog train --data DIR --augment --epochs 30 --batch-size 64 --lr 0.002 --schedule one-cycle\n  \
     catdog train --backend cpu --json\n  \
+    catdog train --network resnet18 --data DIR --backend gpu\n  \
     catdog train --resume --out models/big     # after Ctrl-C or a crash")]
 pub struct TrainArgs {
     /// Folder of photos: one sub-folder per class (DIR/cat/, DIR/dog/) or Kaggle's names
@@ -43,9 +44,12 @@ pub struct TrainArgs {
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096),
           help = with_default("Photos per training step", defaults().settings.batch_size))]
     pub batch_size: Option<u32>,
-    #[arg(long, value_name = "PX", value_parser = clap::value_parser!(u32).range(16..=1024),
-          help = with_default("Photos are squashed to this many pixels square",
-                              defaults().image_size))]
+    /// The network to train [default: small-cnn]
+    #[arg(long, value_enum)]
+    pub network: Option<NetworkKind>,
+    /// Photos are squashed to this many pixels square [default: 64 for small-cnn, 224 for
+    /// resnet18]
+    #[arg(long, value_name = "PX", value_parser = clap::value_parser!(u32).range(16..=1024))]
     pub image_size: Option<u32>,
     #[arg(long, value_name = "F",
           help = with_default("AdamW's (peak) learning rate", defaults().settings.learning_rate))]
@@ -105,6 +109,7 @@ impl TrainArgs {
         TrainRequest {
             data: self.data.clone(),
             generated: size(self.generated),
+            network: self.network,
             image_size: self.image_size,
             epochs: size(self.epochs),
             batch_size: size(self.batch_size),

@@ -5,6 +5,7 @@ use clap::builder::PossibleValue;
 
 use crate::data::Augmentation;
 use crate::device::{BackendChoice, Precision};
+use crate::model::NetworkKind;
 use crate::training::Schedule;
 
 impl ValueEnum for BackendChoice {
@@ -40,6 +41,16 @@ impl ValueEnum for Precision {
 impl ValueEnum for Augmentation {
     fn value_variants<'a>() -> &'a [Self] {
         &Augmentation::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(self.name()).help(self.help()))
+    }
+}
+
+impl ValueEnum for NetworkKind {
+    fn value_variants<'a>() -> &'a [Self] {
+        &NetworkKind::ALL
     }
 
     fn to_possible_value(&self) -> Option<PossibleValue> {

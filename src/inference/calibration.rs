@@ -10,7 +10,7 @@ use serde::Serialize;
 use super::{Readout, log_probabilities};
 use crate::data::{ImageSet, Normalization};
 use crate::device::Batch;
-use crate::model::{Calibration, SmallCnn, TEMPERATURES};
+use crate::model::{Calibration, Network, TEMPERATURES};
 
 /// Equal-width confidence bins of the calibration error and the reliability diagram.
 pub const BINS: usize = 10;
@@ -22,7 +22,7 @@ pub const NOT_SURE_BELOW: f32 = 0.8;
 /// Fits the temperature of `model` on the labelled pictures `set` (a run's validation
 /// photos); `None` for an empty set, or one that does not bound it (see [`fit_temperature`]).
 pub fn calibrate(
-    model: &SmallCnn,
+    model: &Network,
     set: &ImageSet,
     normalization: &Normalization,
     device: &Device,

@@ -14,11 +14,11 @@ use crate::data::{
     Dataset, DecodeWatch, ImageSet, Normalization, Skipped, check_val_split, load_or_decode,
 };
 use crate::device::Batch;
-use crate::model::{ModelInfo, SmallCnn};
+use crate::model::{ModelInfo, Network};
 
 /// Mean cross-entropy and accuracy of `model` on `set`, `batch_size` pictures at a time.
 pub fn evaluate(
-    model: &SmallCnn,
+    model: &Network,
     set: &ImageSet,
     normalization: &Normalization,
     device: &Device,

@@ -14,7 +14,7 @@ use burn::tensor::{Device, Tensor};
 
 use crate::data::{Normalization, images_on};
 use crate::device::{Batch, explain_panic};
-use crate::model::SmallCnn;
+use crate::model::Network;
 
 pub use calibration::{BINS, Bin, NOT_SURE_BELOW, Reliability, calibrate, fit_temperature, scale};
 pub use evaluation::evaluate;
@@ -49,7 +49,7 @@ impl Readout {
 /// one row per image, sent to the device a `batch` at a time, read out as `readout` says. A
 /// device failing (out of memory, lost) is an error saying what to try.
 pub(crate) fn log_probabilities(
-    model: &SmallCnn,
+    model: &Network,
     images: &[&[u8]],
     size: u32,
     normalization: &Normalization,
@@ -70,7 +70,7 @@ pub(crate) fn log_probabilities(
 /// [`log_probabilities`] of a batch already on the device, normalised. With a flip, each pass
 /// is scaled by the temperature before the two are averaged.
 pub(crate) fn log_probabilities_on_device(
-    model: &SmallCnn,
+    model: &Network,
     input: Tensor<4>,
     readout: Readout,
 ) -> Vec<Vec<f64>> {
@@ -101,7 +101,7 @@ pub(crate) fn log_probabilities_on_device(
 /// Class probabilities of `images` (each `size × size × 3` bytes), sent to the device as one
 /// batch, one row per image; with `flip`, the mean of each image's and its mirror image's.
 pub fn class_probabilities(
-    model: &SmallCnn,
+    model: &Network,
     images: &[&[u8]],
     size: u32,
     normalization: &Normalization,
@@ -155,13 +155,15 @@ pub(crate) fn most_probable(probabilities: &[f32]) -> (usize, f32) {
 mod tests {
     use super::*;
     use crate::device::{CpuBackend, cpu_backend};
+    use crate::model::NetworkKind;
 
     /// A panic inside the network (burn's way of reporting a device out of memory or lost)
     /// comes back from prediction as an error, not as a crash. Here the panic is a real one
     /// from burn: the network is on ndarray, the photos are sent to flex.
     #[test]
     fn a_panic_in_the_network_is_an_error() {
-        let model = SmallCnn::new(2, 0.0, &cpu_backend(CpuBackend::Ndarray).device);
+        let device = cpu_backend(CpuBackend::Ndarray).device;
+        let model = Network::new(NetworkKind::SmallCnn, 2, 0.0, &device);
         let flex = cpu_backend(CpuBackend::Flex).device;
         let photos = [[0u8; 3 * 8 * 8]; 3];
         let photos: Vec<&[u8]> = photos.iter().map(|p| p.as_slice()).collect();

@@ -8,7 +8,7 @@ use burn::tensor::Device;
 use super::{BATCH, NOT_SURE_BELOW, Readout, log_probabilities, most_probable, probabilities};
 use crate::data::decode_photos;
 use crate::device::{Backend, Batch};
-use crate::model::{ModelChoice, ModelInfo, SmallCnn};
+use crate::model::{ModelChoice, ModelInfo, Network};
 
 /// What the model thinks one photo shows.
 #[derive(Clone, Debug, PartialEq)]
@@ -26,7 +26,7 @@ pub struct Prediction {
 
 /// A saved model loaded on a backend.
 pub struct Predictor {
-    model: SmallCnn,
+    model: Network,
     choice: ModelChoice,
     info: ModelInfo,
     device: Device,

@@ -8,7 +8,7 @@ use std::path::Path;
 use anyhow::Result;
 use burn::tensor::Device;
 
-use super::{ModelInfo, SmallCnn, saved};
+use super::{ModelInfo, Network, saved};
 
 const INFO: &str = include_str!("../../models/builtin-20k/catdog.json");
 const WEIGHTS: &[u8] = include_bytes!("../../models/builtin-20k/model-ec82d9dc.safetensors");
@@ -21,7 +21,7 @@ pub const TRAINED_ON_PHOTOS: usize = 17_998;
 pub const HELD_OUT_PHOTOS: usize = 2_000;
 
 /// Reads the built-in model onto `device`.
-pub(crate) fn load(device: &Device) -> Result<(SmallCnn, ModelInfo)> {
+pub(crate) fn load(device: &Device) -> Result<(Network, ModelInfo)> {
     saved::load_from_memory(
         INFO,
         WEIGHTS,

@@ -3,7 +3,9 @@
 mod builtin;
 mod fused;
 mod network;
+mod networks;
 mod norm_pool_relu;
+mod resnet;
 mod saved;
 
 use std::path::{Path, PathBuf};
@@ -13,7 +15,9 @@ use burn::tensor::Device;
 
 pub use builtin::{HELD_OUT_PHOTOS as BUILTIN_HELD_OUT, TRAINED_ON_PHOTOS as BUILTIN_TRAINED_ON};
 pub use network::SmallCnn;
+pub use networks::{Network, NetworkKind};
 pub use norm_pool_relu::norm_pool_relu;
+pub use resnet::ResNet18;
 pub use saved::{Calibration, FORMAT_VERSION, ModelInfo, TEMPERATURES, TrainedOn, save};
 
 /// Which trained model a command runs: never a surprise, so the output names it.
@@ -56,7 +60,7 @@ impl ModelChoice {
     }
 
     /// Reads the model onto `device`, checking that it is one this catdog can run.
-    pub(crate) fn load(&self, device: &Device) -> Result<(SmallCnn, ModelInfo)> {
+    pub(crate) fn load(&self, device: &Device) -> Result<(Network, ModelInfo)> {
         match self {
             ModelChoice::Builtin => builtin::load(device),
             ModelChoice::Folder(dir) => saved::load(dir, device),
@@ -69,29 +73,31 @@ impl ModelChoice {
 /// names another is refused before anything is allocated for it.
 pub const IMAGE_SIZES: std::ops::RangeInclusive<u32> = 16..=1024;
 
-/// Name and version written beside the weights, checked when a model is loaded.
-pub const ARCHITECTURE: &str = "small-cnn";
+/// Version of every network's layout, written beside its name (`NetworkKind::name`) and
+/// checked when a model is loaded.
 pub const ARCHITECTURE_VERSION: u32 = 1;
 
 /// Refuses a description file (`catdog.json`, a checkpoint's `state.json`) of another format
-/// (`what`, e.g. "format version", found and expected) or of another network than this
-/// catdog's.
+/// (`what`, e.g. "format version", found and expected) or of a network this catdog does not
+/// run; returns the network it describes.
 pub(crate) fn check_description(
     path: &Path,
     what: &str,
     (found, expected): (u32, u32),
     (architecture, version): (&str, u32),
-) -> Result<()> {
+) -> Result<NetworkKind> {
     ensure!(
         found == expected,
         "{} has {what} {found}, this catdog reads {what} {expected}",
         path.display()
     );
-    ensure!(
-        architecture == ARCHITECTURE && version == ARCHITECTURE_VERSION,
-        "{} describes a {architecture} v{version}, this catdog runs \
-         {ARCHITECTURE} v{ARCHITECTURE_VERSION}",
-        path.display()
-    );
-    Ok(())
+    let known = NetworkKind::ALL.map(|kind| format!("{} v{ARCHITECTURE_VERSION}", kind.name()));
+    match NetworkKind::from_name(architecture) {
+        Some(kind) if version == ARCHITECTURE_VERSION => Ok(kind),
+        _ => anyhow::bail!(
+            "{} describes a {architecture} v{version}, this catdog runs {}",
+            path.display(),
+            known.join(" and ")
+        ),
+    }
 }

@@ -11,11 +11,14 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail, ensure};
-use burn::store::{FloatCastAdapter, ModuleSnapshot, SafetensorsStore};
+use burn::store::{
+    BurnToPyTorchAdapter, ChainAdapter, FloatCastAdapter, KeyRemapper, ModuleSnapshot,
+    PyTorchToBurnAdapter, SafetensorsStore,
+};
 use burn::tensor::{DType, Device};
 use serde::{Deserialize, Serialize};
 
-use super::{ARCHITECTURE, IMAGE_SIZES, SmallCnn, check_description};
+use super::{IMAGE_SIZES, Network, NetworkKind, check_description};
 use crate::data::Normalization;
 use crate::device::BackendKind;
 use crate::fs::{Checksum, is_plain_name, read_checked, read_description, write_atomically};
@@ -82,6 +85,11 @@ pub struct Calibration {
 pub const TEMPERATURES: std::ops::RangeInclusive<f64> = 0.01..=100.0;
 
 impl ModelInfo {
+    /// The network it describes (`architecture`, which loading checks is one catdog knows).
+    pub fn network(&self) -> NetworkKind {
+        NetworkKind::from_name(&self.architecture).unwrap_or_default()
+    }
+
     /// The temperature to divide the logits by: the fitted one, or 1.
     pub fn temperature(&self) -> f64 {
         self.calibration.map_or(1.0, |c| c.temperature)
@@ -111,16 +119,28 @@ fn legacy_weights_file() -> String {
 
 /// Writes `model` and `info` into `dir` (created if needed), replacing the model there in
 /// one step. `info.weights_file`, `weights_bytes` and `weights_crc32` are filled in.
-pub fn save(dir: &Path, model: &SmallCnn, info: &ModelInfo) -> Result<()> {
+pub fn save(dir: &Path, model: &Network, info: &ModelInfo) -> Result<()> {
     fs::create_dir_all(dir)
         .with_context(|| format!("cannot create model folder {}", dir.display()))?;
     // One metadata entry instead of burn's three, which it keeps in a HashMap and so writes
     // in a random order: the same weights then always give the same file.
     // f32 whatever precision trained it.
-    let mut store = SafetensorsStore::from_bytes(None)
+    let store = SafetensorsStore::from_bytes(None)
         .clear_metadata()
         .metadata("producer", concat!("catdog ", env!("CARGO_PKG_VERSION")))
-        .with_to_adapter(FloatCastAdapter::to(DType::F32));
+        .skip_enum_variants(true);
+    let to_f32 = FloatCastAdapter::to(DType::F32);
+    let mut store = match model.kind() {
+        NetworkKind::SmallCnn => store.with_to_adapter(to_f32),
+        // torchvision's names and layouts: batch norm's `weight` and `bias`, a linear layer's
+        // weight `[out, in]`, the shortcut's `downsample.0` and `.1`.
+        NetworkKind::ResNet18 => store
+            .with_to_adapter(ChainAdapter::new(to_f32, BurnToPyTorchAdapter))
+            .remap(renamed(&[
+                (r"\.downsample\.conv\.", ".downsample.0."),
+                (r"\.downsample\.norm\.", ".downsample.1."),
+            ])),
+    };
     model
         .save_into(&mut store)
         .map_err(|err| anyhow::anyhow!("cannot serialise the weights: {err}"))?;
@@ -158,7 +178,7 @@ pub(crate) fn is_model_folder(dir: &Path) -> bool {
 }
 
 /// Reads the model in `dir` onto `device`, checking that it is one this catdog can run.
-pub(crate) fn load(dir: &Path, device: &Device) -> Result<(SmallCnn, ModelInfo)> {
+pub(crate) fn load(dir: &Path, device: &Device) -> Result<(Network, ModelInfo)> {
     let info_path = dir.join(INFO_FILE);
     if !dir.is_dir() {
         bail!(
@@ -183,7 +203,7 @@ pub(crate) fn load_from_memory(
     weights: &[u8],
     name: &Path,
     device: &Device,
-) -> Result<(SmallCnn, ModelInfo)> {
+) -> Result<(Network, ModelInfo)> {
     let info_path = name.join(INFO_FILE);
     let info = parse_info(info_json, &info_path)?;
     let weights_path = name.join(&info.weights_file);
@@ -211,23 +231,35 @@ fn network_from(
     device: &Device,
     weights_path: &Path,
     info_path: &Path,
-) -> Result<SmallCnn> {
-    let mut model = SmallCnn::new(info.classes.len(), 0.0, device);
+) -> Result<Network> {
+    let kind = info.network();
+    let mut model = Network::new(kind, info.classes.len(), 0.0, device);
     // In the device's float type (`--precision`): a loaded tensor keeps the file's otherwise.
-    let mut store = SafetensorsStore::from_bytes(Some(weights))
-        .with_from_adapter(FloatCastAdapter::to(device.settings().float_dtype.into()));
+    let store = SafetensorsStore::from_bytes(Some(weights)).skip_enum_variants(true);
+    let to_device = FloatCastAdapter::to(device.settings().float_dtype.into());
+    let mut store = match kind {
+        NetworkKind::SmallCnn => store.with_from_adapter(to_device),
+        NetworkKind::ResNet18 => store
+            .with_from_adapter(ChainAdapter::new(PyTorchToBurnAdapter, to_device))
+            .remap(renamed(&[
+                (r"\.downsample\.0\.", ".downsample.conv."),
+                (r"\.downsample\.1\.", ".downsample.norm."),
+            ])),
+    };
     let applied = model.load_from(&mut store).map_err(|err| {
         anyhow::anyhow!(
-            "{} does not fit the {ARCHITECTURE} for {} classes that {} describes: {err}",
+            "{} does not fit the {} for {} classes that {} describes: {err}",
             weights_path.display(),
+            kind.name(),
             info.classes.len(),
             info_path.display()
         )
     })?;
     ensure!(
         applied.errors.is_empty() && applied.missing.is_empty(),
-        "{} does not fit a {ARCHITECTURE} for {} classes: {}",
+        "{} does not fit a {} for {} classes: {}",
         weights_path.display(),
+        kind.name(),
         info.classes.len(),
         applied
             .errors
@@ -243,6 +275,11 @@ fn network_from(
             .join("; ")
     );
     Ok(model)
+}
+
+/// Tensor names rewritten by each `(pattern, replacement)` in turn.
+fn renamed(patterns: &[(&str, &str)]) -> KeyRemapper {
+    KeyRemapper::from_patterns(patterns.to_vec()).expect("valid patterns")
 }
 
 /// `catdog.json`'s `text`, read from `path`, checked.
@@ -285,12 +322,17 @@ fn parse_info(text: &str, path: &Path) -> Result<ModelInfo> {
 mod tests {
     use super::*;
     use crate::device::BackendKind;
+    use burn::tensor::{Distribution, Tensor};
+
+    fn small_cnn(device: &Device) -> Network {
+        Network::new(NetworkKind::SmallCnn, 2, 0.0, device)
+    }
 
     fn info() -> ModelInfo {
         ModelInfo {
             format_version: FORMAT_VERSION,
             catdog_version: "test".into(),
-            architecture: ARCHITECTURE.into(),
+            architecture: "small-cnn".into(),
             architecture_version: super::super::ARCHITECTURE_VERSION,
             classes: vec!["cat".into(), "dog".into()],
             image_size: 16,
@@ -312,14 +354,83 @@ mod tests {
         crate::fs::names_ending_in(dir, ".safetensors")
     }
 
+    /// The names and shapes of a safetensors file's tensors, from its header.
+    fn tensor_shapes(bytes: &[u8]) -> std::collections::BTreeMap<String, Vec<usize>> {
+        let length = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+        let header: serde_json::Value = serde_json::from_slice(&bytes[8..8 + length]).unwrap();
+        header
+            .as_object()
+            .unwrap()
+            .iter()
+            .filter(|(name, _)| *name != "__metadata__")
+            .map(|(name, tensor)| {
+                let shape = tensor["shape"].as_array().unwrap();
+                let shape = shape.iter().map(|n| n.as_u64().unwrap() as usize);
+                (name.clone(), shape.collect())
+            })
+            .collect()
+    }
+
+    /// A saved ResNet-18 has torchvision's tensor names and shapes (so that
+    /// `torchvision.models.resnet18(num_classes=2)` loads it; bench/resnet18_exchange.py
+    /// checks that with PyTorch), and loads back to the same predictions.
+    #[test]
+    fn a_resnet18_is_saved_as_torchvision_names_it_and_loads_back_the_same() {
+        let dir = tempfile::tempdir().unwrap();
+        let dir = dir.path();
+        let device = Device::flex();
+        let model = Network::new(NetworkKind::ResNet18, 2, 0.0, &device);
+        let info = ModelInfo {
+            architecture: NetworkKind::ResNet18.name().into(),
+            image_size: 32,
+            ..info()
+        };
+        save(dir, &model, &info).unwrap();
+        let (loaded, read) = load(dir, &device).unwrap();
+        assert_eq!(read.network(), NetworkKind::ResNet18);
+
+        let shapes = tensor_shapes(&fs::read(dir.join(&read.weights_file)).unwrap());
+        let expected: [(&str, &[usize]); 9] = [
+            ("conv1.weight", &[64, 3, 7, 7]),
+            ("bn1.weight", &[64]),
+            ("bn1.bias", &[64]),
+            ("bn1.running_mean", &[64]),
+            ("bn1.running_var", &[64]),
+            ("layer1.1.conv2.weight", &[64, 64, 3, 3]),
+            ("layer2.0.downsample.0.weight", &[128, 64, 1, 1]),
+            ("layer4.0.downsample.1.running_var", &[512]),
+            ("fc.weight", &[2, 512]),
+        ];
+        for (name, shape) in expected {
+            assert_eq!(shapes.get(name).map(Vec::as_slice), Some(shape), "{name}");
+        }
+        // torchvision's 122 tensors less its 20 `num_batches_tracked` counters.
+        assert_eq!(shapes.len(), 122 - 20, "{:?}", shapes.keys());
+        assert!(
+            shapes
+                .keys()
+                .all(|name| !name.contains("gamma") && !name.contains("conv.")),
+            "{:?}",
+            shapes.keys()
+        );
+
+        let x = Tensor::<4>::random([2, 3, 32, 32], Distribution::Uniform(-1.0, 1.0), &device);
+        let before = model.forward(x.clone()).into_data();
+        let after = loaded.forward(x).into_data();
+        assert_eq!(
+            before.try_to_vec::<f32>().unwrap(),
+            after.try_to_vec::<f32>().unwrap()
+        );
+    }
+
     #[test]
     fn a_save_switches_the_pair_in_one_step_and_leaves_one_weights_file() {
         let dir = tempfile::tempdir().unwrap();
         let dir = dir.path();
         let device = Device::flex();
-        save(dir, &SmallCnn::new(2, 0.0, &device), &info()).unwrap();
+        save(dir, &small_cnn(&device), &info()).unwrap();
         let (_, first) = load(dir, &device).unwrap();
-        save(dir, &SmallCnn::new(2, 0.0, &device), &info()).unwrap();
+        save(dir, &small_cnn(&device), &info()).unwrap();
         let (_, second) = load(dir, &device).unwrap();
         assert_ne!(first.weights_file, second.weights_file, "named by content");
         assert_eq!(
@@ -381,7 +492,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let dir = dir.path();
         let device = Device::flex();
-        save(dir, &SmallCnn::new(2, 0.0, &device), &info()).unwrap();
+        save(dir, &small_cnn(&device), &info()).unwrap();
         assert_eq!(load(dir, &device).unwrap().1.temperature(), 1.0);
         let calibration = Calibration {
             temperature: 1.37,
@@ -394,7 +505,7 @@ mod tests {
             calibration: Some(calibration),
             ..info()
         };
-        save(dir, &SmallCnn::new(2, 0.0, &device), &calibrated).unwrap();
+        save(dir, &small_cnn(&device), &calibrated).unwrap();
         let (_, loaded) = load(dir, &device).unwrap();
         assert_eq!(loaded.calibration, Some(calibration));
         assert_eq!(loaded.temperature(), 1.37);
@@ -415,9 +526,9 @@ mod tests {
         for other in others {
             fs::write(dir.join(other), other).unwrap();
         }
-        save(dir, &SmallCnn::new(2, 0.0, &device), &info()).unwrap();
+        save(dir, &small_cnn(&device), &info()).unwrap();
         let (_, first) = load(dir, &device).unwrap();
-        save(dir, &SmallCnn::new(2, 0.0, &device), &info()).unwrap();
+        save(dir, &small_cnn(&device), &info()).unwrap();
         let (_, second) = load(dir, &device).unwrap();
         assert!(
             !dir.join(&first.weights_file).exists(),

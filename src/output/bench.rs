@@ -114,8 +114,9 @@ pub fn bench_text(report: &BenchReport) -> String {
     let settings = &report.settings;
     let mut out = bench_verdict(report);
     out.push_str(&format!(
-        "\nThe details: SmallCnn, {} px, {}, median of {} windows of ≥ {} s (min–max); CPU backends on {} \
+        "\nThe details: {}, {} px, {}, median of {} windows of ≥ {} s (min–max); CPU backends on {} \
          threads; {}\n",
+        settings.network.title(),
         settings.image_size,
         batch_sizes(&settings.batch_sizes),
         settings.repeats,
@@ -206,7 +207,8 @@ pub fn bench_markdown(report: &BenchReport) -> String {
 pub fn bench_chart(report: &BenchReport) -> BarChart {
     BarChart {
         title: format!(
-            "SmallCnn photos per second, {} px, {}",
+            "{} photos per second, {} px, {}",
+            report.settings.network.title(),
             report.settings.image_size,
             batch_sizes(&report.settings.batch_sizes)
         ),

@@ -2,7 +2,7 @@
 
 use crate::chart::format_count;
 use crate::inference::Predictor;
-use crate::model::{BUILTIN_HELD_OUT, BUILTIN_TRAINED_ON, ModelChoice};
+use crate::model::{BUILTIN_HELD_OUT, BUILTIN_TRAINED_ON, ModelChoice, NetworkKind};
 
 /// `model: models/catdog (...)` or `model: built-in (...)`, with what it learned from and
 /// how it did on the photos it held out.
@@ -21,6 +21,11 @@ pub fn model_line(predictor: &Predictor) -> String {
                 Some(Some(data)) => format!("trained on {}", data.display()),
                 Some(None) => "trained on generated pictures".into(),
                 None => format!("trained for {} epochs", info.epochs),
+            };
+            // SmallCnn, the default, goes unnamed.
+            let learned_from = match info.network() {
+                NetworkKind::SmallCnn => learned_from,
+                other => format!("{}, {learned_from}", other.title()),
             };
             match accuracy {
                 Some(accuracy) => format!(

@@ -18,7 +18,7 @@ use super::settings::RunSettings;
 use crate::fs::{
     Checksum, is_plain_name, read_checked, read_description, read_regular, write_atomically,
 };
-use crate::model::{ARCHITECTURE, ARCHITECTURE_VERSION, IMAGE_SIZES, check_description};
+use crate::model::{ARCHITECTURE_VERSION, IMAGE_SIZES, check_description};
 
 const CHECKPOINT_DIR: &str = "checkpoint";
 const STATE_FILE: &str = "state.json";
@@ -96,7 +96,7 @@ pub fn save(
     let (model_sum, optimizer_sum) = (Checksum::of(model), Checksum::of(optimizer));
     let state = CheckpointState {
         format_version: FORMAT_VERSION,
-        architecture: ARCHITECTURE.to_string(),
+        architecture: run.fit.network.name().to_string(),
         architecture_version: ARCHITECTURE_VERSION,
         run: run.clone(),
         position: position.clone(),
@@ -155,12 +155,21 @@ pub fn read_state(out: &Path) -> Result<Option<CheckpointState>> {
     let text = read_description(&path)?;
     let state: CheckpointState = serde_json::from_str(&text)
         .with_context(|| format!("{} is not a catdog checkpoint", path.display()))?;
-    check_description(
+    let network = check_description(
         &path,
         "checkpoint format",
         (state.format_version, FORMAT_VERSION),
         (&state.architecture, state.architecture_version),
     )?;
+    ensure!(
+        network == state.run.fit.network,
+        "{} describes a {} but names the settings of a {} run, so it is not a checkpoint \
+         catdog wrote; delete {} to start again",
+        path.display(),
+        network.name(),
+        state.run.fit.network.name(),
+        dir(out).display()
+    );
     let files = [&state.model_file, &state.optimizer_file]
         .into_iter()
         .chain(state.best.as_ref().map(|best| &best.file));

@@ -17,7 +17,7 @@ use super::settings::FitSettings;
 use super::trainer::{Step, Trainer, network_from_bytes};
 use crate::data::{AugmentEpoch, ImageSet, Normalization, batch_indices, prefetch};
 use crate::inference::evaluate;
-use crate::model::SmallCnn;
+use crate::model::Network;
 
 /// The training loop: `settings.epochs` passes over `train` in shuffled batches, each
 /// followed by a validation pass over `val` (skipped when `val` is empty).
@@ -29,7 +29,7 @@ pub fn fit(
     normalization: &Normalization,
     device: &Device,
     progress: &mut dyn TrainProgress,
-) -> Result<(SmallCnn, Vec<EpochStats>)> {
+) -> Result<(Network, Vec<EpochStats>)> {
     settings.check()?;
     let run = FitRun {
         train,
@@ -63,7 +63,7 @@ pub(crate) enum FitOutcome {
     /// Every epoch ran, or patience ran out; `model` is the best epoch's network.
     Finished {
         /// Boxed: a network is much larger than the other variant.
-        model: Box<SmallCnn>,
+        model: Box<Network>,
         history: Vec<EpochStats>,
     },
     /// A signal arrived; a checkpoint of the position was saved.
@@ -177,7 +177,9 @@ pub(crate) fn fit_from(
         }
     }
     let model = match state.best {
-        Some(best) => network_from_bytes(run.classes, 0.0, run.device, best.model)?,
+        Some(best) => {
+            network_from_bytes(settings.network, run.classes, 0.0, run.device, best.model)?
+        }
         None => state.trainer.model().valid(),
     };
     Ok(FitOutcome::Finished {

@@ -28,7 +28,7 @@ use crate::data::{DataSpec, Normalization, PreparedData, Skipped, prepare};
 use crate::device::Backend;
 use crate::inference::calibrate;
 use crate::model::{
-    self, ARCHITECTURE, ARCHITECTURE_VERSION, Calibration, ModelInfo, SmallCnn, TrainedOn,
+    self, ARCHITECTURE_VERSION, Calibration, ModelInfo, Network, NetworkKind, TrainedOn,
 };
 use fit::{FitOutcome, FitRun, RunState, fit_from};
 use out_folder::OutFolder;
@@ -134,7 +134,8 @@ pub fn train(
     let mut backend = backend.clone();
     backend.set_precision(options.precision)?;
     let backend = &backend;
-    let (_lock, took_over) = OutFolder::claim(&options.out, room_needed(backend))?;
+    let (_lock, took_over) =
+        OutFolder::claim(&options.out, room_needed(backend, options.settings.network))?;
     if let Some(line) = took_over {
         progress.note(&line);
     }
@@ -254,7 +255,7 @@ fn save_model(
     options: &TrainOptions,
     backend: &Backend,
     data: &PreparedData,
-    model: &SmallCnn,
+    model: &Network,
     epochs: &[EpochStats],
     normalization: &Normalization,
     progress: &mut dyn TrainProgress,
@@ -270,7 +271,7 @@ fn save_model(
     let info = ModelInfo {
         format_version: model::FORMAT_VERSION,
         catdog_version: env!("CARGO_PKG_VERSION").to_string(),
-        architecture: ARCHITECTURE.to_string(),
+        architecture: model.kind().name().to_string(),
         architecture_version: ARCHITECTURE_VERSION,
         classes: data.classes.clone(),
         image_size: options.image_size,
@@ -303,7 +304,7 @@ fn save_model(
 /// Disk space a run needs in its model folder: the model, and a checkpoint (network and
 /// AdamW's two moments) twice over while the next one replaces it, plus slack for the
 /// descriptions.
-fn room_needed(backend: &Backend) -> u64 {
-    let parameters = SmallCnn::new(2, 0.0, &backend.device).num_params() as u64;
+fn room_needed(backend: &Backend, network: NetworkKind) -> u64 {
+    let parameters = Network::new(network, 2, 0.0, &backend.device).num_params() as u64;
     parameters * 4 * (1 + 2 * 3) + (1 << 20)
 }

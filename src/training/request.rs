@@ -8,12 +8,15 @@ use super::schedule::Schedule;
 use super::settings::{DEMO_OUT, FitSettings, PHOTOS_OUT, TrainOptions};
 use crate::data::Augmentation;
 use crate::device::Precision;
+use crate::model::NetworkKind;
 
 /// The settings given on the command line, each `None` (or `false`) where its flag was not.
 #[derive(Clone, Debug, Default)]
 pub struct TrainRequest {
     pub data: Option<PathBuf>,
     pub generated: Option<usize>,
+    pub network: Option<NetworkKind>,
+    /// `None`: the network's own size.
     pub image_size: Option<u32>,
     pub epochs: Option<usize>,
     pub batch_size: Option<usize>,
@@ -65,12 +68,16 @@ impl TrainRequest {
     pub(crate) fn new_run(&self) -> TrainOptions {
         let defaults = TrainOptions::default();
         let fit = defaults.settings;
+        let network = self.network.unwrap_or(fit.network);
         TrainOptions {
             data: self.data.clone(),
             generated_count: self.generated.unwrap_or(defaults.generated_count),
-            image_size: self.image_size.unwrap_or(defaults.image_size),
+            image_size: self
+                .image_size
+                .unwrap_or_else(|| network.default_image_size()),
             val_split: self.val_split.unwrap_or(defaults.val_split),
             settings: FitSettings {
+                network,
                 epochs: self.epochs.unwrap_or(fit.epochs),
                 batch_size: self.batch_size.unwrap_or(fit.batch_size),
                 learning_rate: self.learning_rate.unwrap_or(fit.learning_rate),
@@ -86,5 +93,27 @@ impl TrainRequest {
             out: self.out(),
             resume: false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_network_trains_at_its_own_size_unless_told() {
+        let run = |network, image_size| {
+            let request = TrainRequest {
+                network,
+                image_size,
+                ..TrainRequest::default()
+            };
+            let options = request.new_run();
+            (options.settings.network, options.image_size)
+        };
+        assert_eq!(run(None, None), (NetworkKind::SmallCnn, 64));
+        let resnet = Some(NetworkKind::ResNet18);
+        assert_eq!(run(resnet, None), (NetworkKind::ResNet18, 224));
+        assert_eq!(run(resnet, Some(96)), (NetworkKind::ResNet18, 96));
     }
 }

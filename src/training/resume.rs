@@ -14,6 +14,7 @@ use super::schedule::Schedule;
 use super::settings::{RunSettings, TrainOptions};
 use crate::data::Augmentation;
 use crate::device::Precision;
+use crate::model::NetworkKind;
 
 impl CheckpointState {
     /// True when every epoch is done, or patience ran out: there is nothing left to resume.
@@ -103,6 +104,11 @@ fn resumed_options(request: &TrainRequest) -> Result<TrainOptions> {
                 format!("--data {} (the run uses {used})", d.display())
             }),
         differs("--generated", request.generated, options.generated_count),
+        differs(
+            "--network",
+            request.network.map(NetworkKind::name),
+            settings.network.name(),
+        ),
         differs("--image-size", request.image_size, options.image_size),
         differs("--epochs", request.epochs, settings.epochs),
         differs("--batch-size", request.batch_size, settings.batch_size),

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::schedule::Schedule;
 use crate::data::{Augmentation, check_val_split};
 use crate::device::Precision;
-use crate::model::IMAGE_SIZES;
+use crate::model::{IMAGE_SIZES, NetworkKind};
 
 /// What `catdog train` is asked to do.
 #[derive(Clone, Debug)]
@@ -80,11 +80,13 @@ impl TrainOptions {
                 data.display()
             );
         }
-        if !IMAGE_SIZES.contains(&self.image_size) {
+        let network = self.settings.network;
+        let smallest = (*IMAGE_SIZES.start()).max(network.smallest_image_size());
+        if !(smallest..=*IMAGE_SIZES.end()).contains(&self.image_size) {
             bail!(
-                "--image-size must be {} to {} px, not {}",
-                IMAGE_SIZES.start(),
+                "--image-size must be {smallest} to {} px for {}, not {}",
                 IMAGE_SIZES.end(),
+                network.title(),
                 self.image_size
             );
         }
@@ -101,6 +103,9 @@ impl TrainOptions {
 /// The training loop's own settings.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FitSettings {
+    /// The network trained; absent in checkpoints from before `--network` (SmallCnn).
+    #[serde(default)]
+    pub network: NetworkKind,
     pub epochs: usize,
     pub batch_size: usize,
     /// The peak learning rate.
@@ -160,6 +165,7 @@ impl FitSettings {
 impl Default for FitSettings {
     fn default() -> Self {
         FitSettings {
+            network: NetworkKind::SmallCnn,
             epochs: 5,
             batch_size: 32,
             learning_rate: 1e-3,
@@ -234,6 +240,20 @@ mod tests {
         };
         assert!(options(1024).check().is_ok());
         let err = options(100_000).check().unwrap_err().to_string();
-        assert!(err.contains("16 to 1024 px, not 100000"), "{err}");
+        assert!(
+            err.contains("16 to 1024 px for SmallCnn, not 100000"),
+            "{err}"
+        );
+        let resnet = |image_size| TrainOptions {
+            image_size,
+            settings: FitSettings {
+                network: NetworkKind::ResNet18,
+                ..FitSettings::default()
+            },
+            ..TrainOptions::default()
+        };
+        assert!(resnet(32).check().is_ok());
+        let err = resnet(16).check().unwrap_err().to_string();
+        assert!(err.contains("32 to 1024 px for ResNet-18, not 16"), "{err}");
     }
 }

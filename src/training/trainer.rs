@@ -5,19 +5,19 @@ use anyhow::{Result, anyhow, bail};
 use burn::module::Module;
 use burn::nn::loss::{CrossEntropyLoss, CrossEntropyLossConfig};
 use burn::optim::{AdamWConfig, GradientsParams, ModuleOptimizer};
-use burn::store::{BurnpackStore, FloatCastAdapter, ModuleSnapshot};
+use burn::store::{BurnpackStore, FloatCastAdapter, KeyRemapper, ModuleSnapshot};
 use burn::tensor::{Bytes, DType, Device, FloatDType, Tensor};
 
 use super::settings::FitSettings;
 use crate::data::{DeviceBatch, HostBatch};
 use crate::device::{Batch, explain_panic};
-use crate::model::{ARCHITECTURE, SmallCnn};
+use crate::model::{Network, NetworkKind};
 
 /// A network being trained with AdamW on cross-entropy: one [`step`](Self::step) is one batch.
 pub struct Trainer {
     /// Always `Some` between steps; taken while the optimizer replaces it, so that the old
     /// weights have a single owner and can be updated in place.
-    model: Option<SmallCnn>,
+    model: Option<Network>,
     optimizer: ModuleOptimizer,
     loss: CrossEntropyLoss,
     /// `device` with autodiff.
@@ -34,7 +34,12 @@ impl Trainer {
         let device = device.clone().autodiff();
         device.seed(settings.seed);
         Trainer {
-            model: Some(SmallCnn::new(classes, settings.dropout, &device)),
+            model: Some(Network::new(
+                settings.network,
+                classes,
+                settings.dropout,
+                &device,
+            )),
             optimizer: adamw(settings.weight_decay, &device),
             loss: training_loss(settings, &device),
             device,
@@ -57,7 +62,8 @@ impl Trainer {
             .from_bytes_on(Bytes::from_bytes_vec(optimizer), device)
             .map_err(|err| anyhow!("the checkpoint's optimizer state cannot be read: {err}"))?;
         let device = device.clone().autodiff();
-        let network = network_from_bytes(classes, settings.dropout, &device, model)?;
+        let network =
+            network_from_bytes(settings.network, classes, settings.dropout, &device, model)?;
         Ok(Trainer {
             model: Some(network),
             optimizer,
@@ -109,7 +115,7 @@ impl Trainer {
     }
 
     /// The network as trained so far.
-    pub fn model(&self) -> &SmallCnn {
+    pub fn model(&self) -> &Network {
         self.model
             .as_ref()
             .expect("the model is back after every step")
@@ -179,26 +185,42 @@ pub struct Step {
 /// A network read from [`Trainer::to_bytes`]'s output onto `device`, with `dropout` for
 /// training on.
 pub(crate) fn network_from_bytes(
+    kind: NetworkKind,
     classes: usize,
     dropout: f64,
     device: &Device,
     bytes: Vec<u8>,
-) -> Result<SmallCnn> {
-    let mut network = SmallCnn::new(classes, dropout, device);
+) -> Result<Network> {
+    let mut network = Network::new(kind, classes, dropout, device);
     let mut store = BurnpackStore::from_bytes(Some(Bytes::from_bytes_vec(bytes)))
-        .with_from_adapter(FloatCastAdapter::to(device.settings().float_dtype.into()));
+        .with_from_adapter(FloatCastAdapter::to(device.settings().float_dtype.into()))
+        .remap(with_variant(kind));
     let applied = network
         .load_from(&mut store)
         .map_err(|err| anyhow!("the checkpoint's network cannot be read: {err}"))?;
     if !applied.errors.is_empty() || !applied.missing.is_empty() {
         bail!(
-            "the checkpoint's network does not fit a {ARCHITECTURE} for {classes} classes \
+            "the checkpoint's network does not fit a {} for {classes} classes \
              ({} errors, {} missing tensors)",
+            kind.name(),
             applied.errors.len(),
             applied.missing.len()
         );
     }
     Ok(network)
+}
+
+/// The checkpoint's tensor names as the network of `kind` has them: a checkpoint of this
+/// catdog names them with [`Network`]'s variant (`SmallCnn.blocks.0.conv.weight`), one written
+/// before catdog had two networks without it (`blocks.0.conv.weight`).
+fn with_variant(kind: NetworkKind) -> KeyRemapper {
+    let variants = NetworkKind::ALL.map(|kind| format!("{kind:?}"));
+    KeyRemapper::new()
+        .add_pattern(
+            format!(r"^(?:(?:{})\.)?(.*)$", variants.join("|")),
+            format!("{kind:?}.$1"),
+        )
+        .expect("a valid pattern")
 }
 
 fn dropout_seed(settings: &FitSettings) -> Option<u64> {
@@ -239,8 +261,54 @@ fn in_f32(tensor: Tensor<2>) -> Tensor<2> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::device::{CpuBackend, cpu_backend};
+    use crate::data::{Normalization, synth};
+    use crate::device::{BackendChoice, CpuBackend, cpu_backend};
     use burn::tensor::{Int, Tensor};
+
+    /// ResNet-18's forward pass, backward pass and AdamW step on `device` compute what flex's
+    /// do: from the same weights and on the same batch, the loss before and after a step that
+    /// changes it is the same. (A few more steps on 4 pictures and the two drift apart: each
+    /// step amplifies rounding differences.)
+    fn resnet18_steps_match_flex(device: &Device) {
+        let settings = FitSettings {
+            network: NetworkKind::ResNet18,
+            ..FitSettings::default()
+        };
+        let mut on_flex = Trainer::new(2, &cpu_backend(CpuBackend::Flex).device, &settings);
+        let (model, optimizer) = on_flex.to_bytes().unwrap();
+        let mut other = Trainer::restore(2, device, model, optimizer, &settings).unwrap();
+        let pictures = synth::generate(4, 32, 5);
+        let batch = || HostBatch::new(&pictures, &[0, 1, 2, 3], &Normalization::default(), None);
+        let mut losses = Vec::new();
+        for _ in 0..2 {
+            let flex = on_flex.step(batch(), 1e-4).unwrap().loss;
+            let there = other.step(batch(), 1e-4).unwrap().loss;
+            assert!(
+                (flex - there).abs() < 0.01,
+                "flex {flex}, other {there}: {losses:?}"
+            );
+            losses.push(flex);
+        }
+        assert!((losses[0] - losses[1]).abs() > 0.05, "{losses:?}");
+    }
+
+    /// Against burn's reference CPU backend, which catdog's flex patches are checked against.
+    #[test]
+    fn resnet18_steps_on_ndarray_match_flex() {
+        resnet18_steps_match_flex(&cpu_backend(CpuBackend::Ndarray).device);
+    }
+
+    /// Skips where wgpu finds no adapter, unless `CATDOG_REQUIRE_WGPU=1`.
+    #[test]
+    fn resnet18_steps_on_wgpu_match_flex() {
+        match crate::device::select(BackendChoice::Wgpu) {
+            Ok(selection) => resnet18_steps_match_flex(&selection.backend.device),
+            Err(err) if std::env::var("CATDOG_REQUIRE_WGPU").is_ok_and(|v| v == "1") => {
+                panic!("CATDOG_REQUIRE_WGPU=1 but wgpu is not usable: {err:#}")
+            }
+            Err(err) => eprintln!("SKIPPED resnet18_steps_on_wgpu_match_flex: no wgpu ({err:#})"),
+        }
+    }
 
     #[test]
     fn label_smoothing_gives_every_class_a_share_of_the_target() {

@@ -1,0 +1,134 @@
+//! Which network catdog trains (`--network`), and the network itself, whichever it is.
+
+use burn::module::Module;
+use burn::tensor::{Device, Tensor};
+use serde::{Deserialize, Serialize};
+
+use super::network::SmallCnn;
+use super::resnet::ResNet18;
+
+/// The networks catdog can train; SmallCnn is the default everywhere and the built-in model's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum NetworkKind {
+    #[default]
+    #[serde(rename = "small-cnn")]
+    SmallCnn,
+    #[serde(rename = "resnet18")]
+    ResNet18,
+}
+
+impl NetworkKind {
+    pub const ALL: [NetworkKind; 2] = [NetworkKind::SmallCnn, NetworkKind::ResNet18];
+
+    /// The name on the command line and in `catdog.json`'s `architecture`.
+    pub fn name(self) -> &'static str {
+        match self {
+            NetworkKind::SmallCnn => "small-cnn",
+            NetworkKind::ResNet18 => "resnet18",
+        }
+    }
+
+    /// The network's name in prose ("SmallCnn", "ResNet-18").
+    pub fn title(self) -> &'static str {
+        match self {
+            NetworkKind::SmallCnn => "SmallCnn",
+            NetworkKind::ResNet18 => "ResNet-18",
+        }
+    }
+
+    /// The kind `catdog.json`'s `architecture` names, if catdog knows it.
+    pub fn from_name(name: &str) -> Option<NetworkKind> {
+        NetworkKind::ALL
+            .into_iter()
+            .find(|kind| kind.name() == name)
+    }
+
+    /// One line for `--help`.
+    pub fn help(self) -> &'static str {
+        match self {
+            NetworkKind::SmallCnn => "catdog's own: four conv blocks, 0.3 M weights, 64 px",
+            NetworkKind::ResNet18 => {
+                "The article's kind of network: ResNet-18, 11 M weights, 224 px, 36× the work"
+            }
+        }
+    }
+
+    /// The image size it trains at without `--image-size`.
+    pub fn default_image_size(self) -> u32 {
+        match self {
+            NetworkKind::SmallCnn => 64,
+            NetworkKind::ResNet18 => 224,
+        }
+    }
+
+    /// The smallest picture its poolings leave a pixel of.
+    pub fn smallest_image_size(self) -> u32 {
+        match self {
+            NetworkKind::SmallCnn => 16,
+            NetworkKind::ResNet18 => 32,
+        }
+    }
+
+    /// Multiply-adds of one forward pass over one `image_size` px photo.
+    pub fn multiply_adds(self, image_size: u32, classes: usize) -> u64 {
+        match self {
+            NetworkKind::SmallCnn => SmallCnn::multiply_adds(image_size, classes),
+            NetworkKind::ResNet18 => ResNet18::multiply_adds(image_size, classes),
+        }
+    }
+}
+
+/// A network of either kind. Its tensors are saved under the kind's own names (without the
+/// variant's), see `saved.rs`.
+// ResNet-18's 1 KB of handles beside SmallCnn's 0.3 KB: moved once a step at most, so not
+// worth a Box (which burn's derive would have to see through).
+#[allow(clippy::large_enum_variant)]
+#[derive(Module, Debug)]
+pub enum Network {
+    SmallCnn(SmallCnn),
+    ResNet18(ResNet18),
+}
+
+impl Network {
+    /// A freshly initialised network of `kind` for `classes` classes that zeroes a `dropout`
+    /// fraction (in `[0, 1)`) of the pooled features while training.
+    pub fn new(kind: NetworkKind, classes: usize, dropout: f64, device: &Device) -> Network {
+        match kind {
+            NetworkKind::SmallCnn => Network::SmallCnn(SmallCnn::new(classes, dropout, device)),
+            NetworkKind::ResNet18 => Network::ResNet18(ResNet18::new(classes, dropout, device)),
+        }
+    }
+
+    pub fn kind(&self) -> NetworkKind {
+        match self {
+            Network::SmallCnn(_) => NetworkKind::SmallCnn,
+            Network::ResNet18(_) => NetworkKind::ResNet18,
+        }
+    }
+
+    /// Logits, `[batch, classes]`.
+    pub fn forward(&self, images: Tensor<4>) -> Tensor<2> {
+        match self {
+            Network::SmallCnn(net) => net.forward(images),
+            Network::ResNet18(net) => net.forward(images),
+        }
+    }
+
+    /// The network for prediction, its batch norms folded into the convolutions.
+    pub fn folded(self) -> Network {
+        match self {
+            Network::SmallCnn(net) => Network::SmallCnn(net.folded()),
+            Network::ResNet18(net) => Network::ResNet18(net.folded()),
+        }
+    }
+
+    /// The same network with every logit multiplied by `factor`: the same answers, `factor`
+    /// times as sure of them. For tests that need an over-confident model.
+    #[doc(hidden)]
+    pub fn with_logits_scaled(self, factor: f32) -> Network {
+        match self {
+            Network::SmallCnn(net) => Network::SmallCnn(net.with_logits_scaled(factor)),
+            Network::ResNet18(net) => Network::ResNet18(net.with_logits_scaled(factor)),
+        }
+    }
+}
