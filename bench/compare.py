@@ -16,7 +16,8 @@ the files (predict), and both accuracies.
 
 Usage:
     python3 bench/compare.py [--catdog target/release/catdog] [--backends flex,ndarray]
-                             [--image-size 64] [--batch-size 32] [--seconds 3] [--repeats 3]
+                             [--network small-cnn|resnet18] [--image-size 64 (224 for resnet18)]
+                             [--batch-size 32] [--seconds 3] [--repeats 3]
                              [--rounds 3] [--json FILE]
     python3 bench/compare.py --photos DIR [--catdog ...] [--rounds 3] [--json FILE]
 
@@ -104,7 +105,7 @@ def compare_bench(args):
     """catdog bench against bench/pytorch_reference.py, per backend and round."""
     # Both sides time the same work: the batches are made (normalised, in f32, on the
     # device) once before the clock starts, so only forward, backward and the update count.
-    common = ["--image-size", args.image_size, "--batch-size", args.batch_size,
+    common = ["--network", args.network, "--image-size", args.image_size, "--batch-size", args.batch_size,
               "--seconds", args.seconds, "--repeats", args.repeats, "--data-on-device"]
     catdog_command = [args.catdog, "bench", "--json"] + common
     if args.backends:
@@ -118,7 +119,8 @@ def compare_bench(args):
                             "--threads", threads] + common)
         rounds.append({"catdog": catdog, "pytorch": pytorch})
 
-    print(f"SmallCnn, {args.image_size} px, batch {args.batch_size}, median photos/s of "
+    title = {"small-cnn": "SmallCnn", "resnet18": "ResNet-18"}[args.network]
+    print(f"{title}, {args.image_size} px, batch {args.batch_size}, median photos/s of "
           f"{args.repeats} windows of >= {args.seconds} s; torch {pytorch['torch_version']}; "
           f"batches made before the clock starts on both sides; PyTorch's allocator: "
           f"{pytorch['settings']['allocator']}; {args.rounds} round(s), catdog then PyTorch in each")
@@ -159,7 +161,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--catdog", default=os.path.join(HERE, "..", "target", "release", "catdog"))
     parser.add_argument("--backends", default=None, help="catdog backends [default: catdog's default]")
-    parser.add_argument("--image-size", default="64")
+    parser.add_argument("--network", choices=["small-cnn", "resnet18"], default="small-cnn")
+    parser.add_argument("--image-size", default=None, help="[default: 64, 224 for resnet18]")
     parser.add_argument("--batch-size", default="32")
     parser.add_argument("--seconds", default="3")
     parser.add_argument("--repeats", default="3")
@@ -171,6 +174,8 @@ def main():
     args = parser.parse_args()
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
+    if args.image_size is None:
+        args.image_size = "224" if args.network == "resnet18" else "64"
     rounds = compare_photos(args) if args.photos else compare_bench(args)
     if args.json:
         with open(args.json, "w") as out:

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""catdog's SmallCnn in PyTorch, timed the way `catdog bench` times it: the yardstick.
+"""catdog's SmallCnn (or ResNet-18) in PyTorch, timed the way `catdog bench` times it: the yardstick.
 
 The same network (4 x [conv 3x3 pad 1 -> batch norm -> ReLU -> max-pool 2], 32-64-128-128
-channels, global average pool, linear to 2 classes), AdamW (lr 1e-3, eps 1e-8, weight decay
+channels, global average pool, linear to 2 classes; with --network resnet18, torchvision's
+resnet18(num_classes=2), which is catdog's --network resnet18 layer for layer), AdamW (lr 1e-3, eps 1e-8, weight decay
 5e-4, catdog's default), cross-entropy, the same image and batch size, and the same method: a
 few untimed warm-up steps, then the median (with min and max) of REPEATS windows of at least
 SECONDS each. A training step builds
@@ -23,7 +24,8 @@ with a GradScaler, PyTorch's usual mixed precision (compare with catdog's --prec
 trim), so that neither side pays for fresh pages at every step; --glibc-defaults leaves them.
 
 Usage:
-    python3 bench/pytorch_reference.py [--devices cpu,cuda] [--image-size 64] [--batch-size 32]
+    python3 bench/pytorch_reference.py [--network small-cnn|resnet18] [--devices cpu,cuda]
+                                       [--image-size 64 (224 for resnet18)] [--batch-size 32]
                                        [--seconds 3] [--repeats 3] [--warmup-steps 3] [--threads N]
                                        [--amp] [--data-on-device] [--glibc-defaults]
 """
@@ -70,6 +72,17 @@ class SmallCnn(nn.Module):
 
     def forward(self, x):
         return self.classifier(self.pool(self.features(x)).flatten(1))
+
+
+def network(name):
+    """A fresh network called `name` as catdog names it (`--network`)."""
+    if name == "small-cnn":
+        return SmallCnn()
+    try:
+        import torchvision
+    except ImportError:
+        sys.exit("--network resnet18 needs torchvision: python3 -m pip install torchvision")
+    return torchvision.models.resnet18(num_classes=2)
 
 
 def keep_freed_memory(glibc_defaults):
@@ -141,7 +154,7 @@ def bench_device(args, device_name):
             return resident[number % len(resident)]
         return make_batch(batches[number % len(batches)])
 
-    model = SmallCnn().to(device)
+    model = network(args.network).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, eps=1e-8, weight_decay=5e-4)
     loss_fn = nn.CrossEntropyLoss()
     scaler = torch.amp.GradScaler(device.type, enabled=amp)
@@ -209,7 +222,8 @@ def cpu_model():
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--devices", default=None, help="comma-separated: cpu, cuda [default: cuda if present, cpu]")
-    parser.add_argument("--image-size", type=int, default=64)
+    parser.add_argument("--network", choices=["small-cnn", "resnet18"], default="small-cnn")
+    parser.add_argument("--image-size", type=int, default=None, help="[default: 64, 224 for resnet18]")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--repeats", type=positive, default=3)
@@ -219,6 +233,8 @@ def main():
     parser.add_argument("--data-on-device", action="store_true", help="upload the batches once")
     add_allocator_flag(parser)
     args = parser.parse_args()
+    if args.image_size is None:
+        args.image_size = 224 if args.network == "resnet18" else 64
     allocator = keep_freed_memory(args.glibc_defaults)
 
     torch.set_num_threads(args.threads)
@@ -235,6 +251,7 @@ def main():
         "torch_version": torch.__version__,
         "machine": {"cpu": cpu_model(), "threads": os.cpu_count(), "os": platform.platform()},
         "settings": {
+            "network": args.network,
             "image_size": args.image_size,
             "batch_size": args.batch_size,
             "batch_sizes": [args.batch_size],

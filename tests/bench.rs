@@ -223,6 +223,9 @@ fn bench_measures_each_batch_size_and_marks_the_best() {
     let report: Value = serde_json::from_str(&succeed(&with_json)).unwrap();
     assert_eq!(report["settings"]["batch_sizes"], serde_json::json!([2, 4]));
     assert_eq!(report["settings"]["data_on_device"], true);
+    assert_eq!(report["settings"]["network"], "small-cnn");
+    let verdict = report["verdict"].as_str().unwrap();
+    assert!(verdict.starts_with("The answer: SmallCnn "), "{verdict}");
     let runs = report["runs"].as_array().unwrap();
     let batches: Vec<u64> = runs
         .iter()

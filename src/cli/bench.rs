@@ -113,7 +113,10 @@ pub(super) fn run(args: BenchArgs) -> Result<ExitCode> {
         chart::write(&output::bench_chart(&report), path)?;
     }
     if args.json {
-        println!("{}", serde_json::to_string(&report)?);
+        // With the plain answer that opens the text report, for scripts that show it.
+        let mut json = serde_json::to_value(&report)?;
+        json["verdict"] = output::bench_verdict(&report).into();
+        println!("{json}");
     } else {
         println!("{}", output::bench_text(&report));
     }
