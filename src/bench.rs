@@ -151,14 +151,21 @@ pub struct SkippedPhoto {
 }
 
 /// The backends `catdog bench` measures when none are named: wgpu where there is a hardware
-/// GPU, then flex and ndarray.
-pub fn default_choices() -> Vec<BackendChoice> {
-    let mut choices = vec![BackendChoice::Flex, BackendChoice::Ndarray];
+/// GPU, then flex, and ndarray for SmallCnn.
+pub fn default_choices(network: NetworkKind) -> Vec<BackendChoice> {
+    let mut choices = vec![BackendChoice::Flex];
+    if network == NetworkKind::SmallCnn {
+        choices.push(BackendChoice::Ndarray);
+    }
     if device::hardware_gpu().is_some() {
         choices.insert(0, BackendChoice::Gpu);
     }
     choices
 }
+
+/// Why `default_choices` leaves ndarray out for ResNet-18, for the user who wonders.
+pub const NDARRAY_LEFT_OUT: &str = "ndarray left out: it trains ResNet-18 so slowly that one \
+    step takes minutes; `--backends flex,ndarray` measures it anyway";
 
 /// Opens each backend of `choices` once (`gpu` and `wgpu` are one), wgpu computing in
 /// `precision`; `note` hears which GPU adapter opened and why, and that the CPU backends

@@ -305,6 +305,38 @@ fn bench_measures_resnet18_and_names_it() {
         "{chart}"
     );
 
+    // Without --backends, ndarray (minutes a step at 224 px) is left out, saying so.
+    let output = catdog(&[
+        "bench",
+        "--network",
+        "resnet18",
+        "--image-size",
+        "32",
+        "--batch-size",
+        "2",
+        "--seconds",
+        "0.05",
+        "--repeats",
+        "1",
+        "--warmup-steps",
+        "1",
+        "--json",
+    ]);
+    assert!(output.status.success(), "{output:?}");
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let backends: Vec<&str> = report["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|run| run["backend"].as_str().unwrap())
+        .collect();
+    assert!(
+        !backends.contains(&"ndarray") && backends.contains(&"flex"),
+        "{backends:?}"
+    );
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(err.contains("ndarray left out"), "{err}");
+
     let output = catdog(&["bench", "--network", "resnet18", "--image-size", "16"]);
     assert!(!output.status.success());
     let err = String::from_utf8_lossy(&output.stderr);

@@ -79,7 +79,12 @@ pub(super) fn run(args: BenchArgs) -> Result<ExitCode> {
         bail!("--seconds must be a positive number, not {}", args.seconds);
     }
     let choices = match args.backends.is_empty() {
-        true => bench::default_choices(),
+        true => {
+            if args.network == NetworkKind::ResNet18 {
+                eprintln!("bench: {}", bench::NDARRAY_LEFT_OUT);
+            }
+            bench::default_choices(args.network)
+        }
         false => args.backends,
     };
     let backends = bench::open_backends(&choices, args.precision, &mut |line| {

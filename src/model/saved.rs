@@ -404,7 +404,8 @@ mod tests {
         for (name, shape) in expected {
             assert_eq!(shapes.get(name).map(Vec::as_slice), Some(shape), "{name}");
         }
-        // torchvision's 122 tensors less its 20 `num_batches_tracked` counters.
+        // torchvision's 122 tensors less its 20 `num_batches_tracked` counters (which
+        // `load_state_dict` fills in itself when absent).
         assert_eq!(shapes.len(), 122 - 20, "{:?}", shapes.keys());
         assert!(
             shapes

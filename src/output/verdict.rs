@@ -207,6 +207,10 @@ fn why(sides: &Sides, report: &BenchReport, multiply_adds: f64) -> String {
                 rate(ndarray)
             ))
         }
+        _ if settings.network == NetworkKind::ResNet18 => out.push_str(
+            " Software counts as much as the chip: `--backends flex,ndarray` adds ndarray, a \
+             simpler CPU backend, for the difference (minutes a step with this network).",
+        ),
         _ => out.push_str(
             " Software counts as much as the chip: `catdog bench` also measures ndarray, a \
              simpler CPU backend, for the difference.",

@@ -15,6 +15,7 @@ use crate::bench::{self, BenchProgress, BenchReport, BenchSettings};
 use crate::chart;
 use crate::device::{Backend, BackendChoice, Precision};
 use crate::fs::write_atomically;
+use crate::model::NetworkKind;
 use crate::output;
 
 /// Earlier results the page lists, newest first.
@@ -43,7 +44,7 @@ impl BenchRequest {
         };
         let bad = |what: &str| Err(Reply::error(400, format!("the bench's {what}")));
         let choices = match request.backends {
-            None => bench::default_choices(),
+            None => bench::default_choices(NetworkKind::SmallCnn),
             Some(names) if names.is_empty() => return bad("backends list is empty"),
             Some(names) => {
                 let mut choices = Vec::new();
