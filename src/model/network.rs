@@ -166,6 +166,22 @@ mod tests {
     use super::*;
     use burn::tensor::Distribution;
 
+    /// `--network`'s help says 0.24 M weights.
+    #[test]
+    fn it_has_a_quarter_of_a_million_weights() {
+        let convolutions =
+            (27 * 32 + 32) + (288 * 64 + 64) + (576 * 128 + 128) + (1152 * 128 + 128);
+        let norms = 2 * (32 + 64 + 128 + 128);
+        let classifier = 128 * 2 + 2;
+        // burn also counts batch norm's running mean and variance.
+        let running = norms;
+        assert_eq!(
+            SmallCnn::new(2, 0.0, &Device::flex()).num_params(),
+            convolutions + norms + classifier + running
+        );
+        assert_eq!(convolutions + norms + classifier, 241_794);
+    }
+
     #[test]
     fn multiply_adds_count_each_convolution_at_its_side() {
         // 64²·3·32·9 + 32²·32·64·9 + 16²·64·128·9 + 8²·128·128·9 + 128·2.

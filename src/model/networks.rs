@@ -46,9 +46,9 @@ impl NetworkKind {
     /// One line for `--help`.
     pub fn help(self) -> &'static str {
         match self {
-            NetworkKind::SmallCnn => "catdog's own: four conv blocks, 0.3 M weights, 64 px",
+            NetworkKind::SmallCnn => "catdog's own: four conv blocks, 0.24 M weights, 64 px",
             NetworkKind::ResNet18 => {
-                "The article's kind of network: ResNet-18, 11 M weights, 224 px, 36× the work"
+                "The article's kind of network: ResNet-18, 11.2 M weights, 224 px, 36× the work"
             }
         }
     }
