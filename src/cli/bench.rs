@@ -21,7 +21,8 @@ use crate::output::{self, TerminalBenchProgress};
     catdog bench --network resnet18     # the article's kind of network, 224 px\n  \
     catdog bench --data ~/Pictures/pets --json > bench.json")]
 pub struct BenchArgs {
-    /// Backends to measure, comma-separated [default: wgpu if there is a GPU, flex, ndarray]
+    /// Backends to measure, comma-separated [default: wgpu if there is a GPU, flex, and
+    /// ndarray for small-cnn]
     #[arg(short, long, value_enum, value_delimiter = ',', value_name = "LIST")]
     pub backends: Vec<BackendChoice>,
     /// The network every backend trains.
@@ -78,6 +79,16 @@ pub(super) fn run(args: BenchArgs) -> Result<ExitCode> {
     if !(args.seconds > 0.0 && args.seconds.is_finite()) {
         bail!("--seconds must be a positive number, not {}", args.seconds);
     }
+    let image_size = args
+        .image_size
+        .unwrap_or_else(|| args.network.default_image_size());
+    let smallest = args.network.smallest_image_size();
+    if image_size < smallest {
+        bail!(
+            "--image-size must be at least {smallest} px for {}, not {image_size}",
+            args.network.title()
+        );
+    }
     let choices = match args.backends.is_empty() {
         true => {
             if args.network == NetworkKind::ResNet18 {
@@ -90,16 +101,6 @@ pub(super) fn run(args: BenchArgs) -> Result<ExitCode> {
     let backends = bench::open_backends(&choices, args.precision, &mut |line| {
         eprintln!("bench: {line}")
     })?;
-    let image_size = args
-        .image_size
-        .unwrap_or_else(|| args.network.default_image_size());
-    let smallest = args.network.smallest_image_size();
-    if image_size < smallest {
-        bail!(
-            "--image-size must be at least {smallest} px for {}, not {image_size}",
-            args.network.title()
-        );
-    }
     let settings = BenchSettings {
         network: args.network,
         image_size,

@@ -286,12 +286,20 @@ fn renamed(patterns: &[(&str, &str)]) -> KeyRemapper {
 fn parse_info(text: &str, path: &Path) -> Result<ModelInfo> {
     let info: ModelInfo = serde_json::from_str(text)
         .with_context(|| format!("{} is not a catdog model description", path.display()))?;
-    check_description(
+    let network = check_description(
         path,
         "format version",
         (info.format_version, FORMAT_VERSION),
         (&info.architecture, info.architecture_version),
     )?;
+    ensure!(
+        info.image_size >= network.smallest_image_size(),
+        "{} names a {} at {} px: catdog trains it at {} px or more",
+        path.display(),
+        network.title(),
+        info.image_size,
+        network.smallest_image_size()
+    );
     ensure!(
         is_plain_name(&info.weights_file) && info.weights_file.ends_with(".safetensors"),
         "{} names {:?} as its weights: not a .safetensors file beside it",
@@ -421,6 +429,17 @@ mod tests {
         assert_eq!(
             before.try_to_vec::<f32>().unwrap(),
             after.try_to_vec::<f32>().unwrap()
+        );
+
+        // A description naming a size catdog does not train this network at is refused.
+        let mut json: serde_json::Value =
+            serde_json::from_slice(&fs::read(dir.join(INFO_FILE)).unwrap()).unwrap();
+        json["image_size"] = 16.into();
+        fs::write(dir.join(INFO_FILE), json.to_string()).unwrap();
+        let err = format!("{:#}", load(dir, &device).unwrap_err());
+        assert!(
+            err.contains("names a ResNet-18 at 16 px: catdog trains it at 32 px or more"),
+            "{err}"
         );
     }
 

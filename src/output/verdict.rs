@@ -179,10 +179,15 @@ fn why(sides: &Sides, report: &BenchReport, multiply_adds: f64) -> String {
             article's kind (ResNet-18 at 224 px; ResNet-50, the other usual one, needs 2.3× its \
             work)."
             .to_string(),
-        (NetworkKind::ResNet18, size) => format!(
+        (NetworkKind::ResNet18, size) if size < 224 => format!(
             "Why they differ: the article's figures are for bigger pictures. ResNet-18 at 224 \
              px needs about {:.0}× the work a photo of ResNet-18 at {size} px here.",
             RESNET18_MULTIPLY_ADDS / multiply_adds
+        ),
+        (NetworkKind::ResNet18, size) => format!(
+            "Why they differ: the article's figures are for smaller pictures. ResNet-18 at \
+             {size} px here needs about {:.1}× the work a photo of ResNet-18 at 224 px.",
+            multiply_adds / RESNET18_MULTIPLY_ADDS
         ),
         (NetworkKind::SmallCnn, size) => format!(
             "Why they differ: the article's figures are for a bigger network. ResNet-18 at \
@@ -221,7 +226,7 @@ fn why(sides: &Sides, report: &BenchReport, multiply_adds: f64) -> String {
         && report.settings.batch_sizes.len() == 1
     {
         out.push_str(
-            " A small network in small batches leaves most of a big GPU idle: `catdog bench \
+            " Small batches leave most of a big GPU idle: `catdog bench \
              --batch-size 32,128,512` lets each side show its best.",
         );
     }
@@ -364,6 +369,15 @@ mod tests {
         assert!(text.contains("this GPU    2,500 photos/s"), "{text}");
         assert!(text.contains("Why they differ: not the network"), "{text}");
         assert!(!text.contains("bigger"), "{text}");
+
+        report.settings.image_size = 448;
+        let text = bench_verdict(&report);
+        assert!(
+            text.contains(
+                "for smaller pictures. ResNet-18 at 448 px here needs about 4.0× the work"
+            ),
+            "{text}"
+        );
     }
 
     #[test]

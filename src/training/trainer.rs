@@ -5,7 +5,7 @@ use anyhow::{Result, anyhow, bail};
 use burn::module::Module;
 use burn::nn::loss::{CrossEntropyLoss, CrossEntropyLossConfig};
 use burn::optim::{AdamWConfig, GradientsParams, ModuleOptimizer};
-use burn::store::{BurnpackStore, FloatCastAdapter, KeyRemapper, ModuleSnapshot};
+use burn::store::{BurnpackStore, FloatCastAdapter, ModuleSnapshot};
 use burn::tensor::{Bytes, DType, Device, FloatDType, Tensor};
 
 use super::settings::FitSettings;
@@ -100,9 +100,14 @@ impl Trainer {
         // In f32 whatever the precision, as the saved model is.
         let mut store =
             BurnpackStore::from_bytes(None).with_to_adapter(FloatCastAdapter::to(DType::F32));
-        self.model()
-            .save_into(&mut store)
-            .map_err(|err| anyhow!("cannot serialise the network: {err}"))?;
+        // The network itself, not the enum holding it, so that its tensors are named as
+        // catdog's checkpoints named them before it had two networks (`blocks.0.conv.weight`,
+        // not `SmallCnn.blocks.0.conv.weight`): either version resumes the other's.
+        match self.model() {
+            Network::SmallCnn(network) => network.save_into(&mut store),
+            Network::ResNet18(network) => network.save_into(&mut store),
+        }
+        .map_err(|err| anyhow!("cannot serialise the network: {err}"))?;
         let network = store
             .get_bytes()
             .map_err(|err| anyhow!("cannot serialise the network: {err}"))?;
@@ -193,11 +198,13 @@ pub(crate) fn network_from_bytes(
 ) -> Result<Network> {
     let mut network = Network::new(kind, classes, dropout, device);
     let mut store = BurnpackStore::from_bytes(Some(Bytes::from_bytes_vec(bytes)))
-        .with_from_adapter(FloatCastAdapter::to(device.settings().float_dtype.into()))
-        .remap(with_variant(kind));
-    let applied = network
-        .load_from(&mut store)
-        .map_err(|err| anyhow!("the checkpoint's network cannot be read: {err}"))?;
+        .with_from_adapter(FloatCastAdapter::to(device.settings().float_dtype.into()));
+    // As `network_bytes` wrote it: the network, not the enum.
+    let applied = match &mut network {
+        Network::SmallCnn(network) => network.load_from(&mut store),
+        Network::ResNet18(network) => network.load_from(&mut store),
+    }
+    .map_err(|err| anyhow!("the checkpoint's network cannot be read: {err}"))?;
     if !applied.errors.is_empty() || !applied.missing.is_empty() {
         bail!(
             "the checkpoint's network does not fit a {} for {classes} classes \
@@ -208,19 +215,6 @@ pub(crate) fn network_from_bytes(
         );
     }
     Ok(network)
-}
-
-/// The checkpoint's tensor names as the network of `kind` has them: a checkpoint of this
-/// catdog names them with [`Network`]'s variant (`SmallCnn.blocks.0.conv.weight`), one written
-/// before catdog had two networks without it (`blocks.0.conv.weight`).
-fn with_variant(kind: NetworkKind) -> KeyRemapper {
-    let variants = NetworkKind::ALL.map(|kind| format!("{kind:?}"));
-    KeyRemapper::new()
-        .add_pattern(
-            format!(r"^(?:(?:{})\.)?(.*)$", variants.join("|")),
-            format!("{kind:?}.$1"),
-        )
-        .expect("a valid pattern")
 }
 
 fn dropout_seed(settings: &FitSettings) -> Option<u64> {
@@ -290,6 +284,23 @@ mod tests {
             losses.push(flex);
         }
         assert!((losses[0] - losses[1]).abs() > 0.05, "{losses:?}");
+    }
+
+    /// A checkpoint's network as catdog wrote it before it had two networks (a bare SmallCnn
+    /// in burnpack) is read back, with the same weights.
+    #[test]
+    fn a_checkpoint_network_from_before_networks_had_names_still_loads() {
+        let device = cpu_backend(CpuBackend::Flex).device;
+        let old = crate::model::SmallCnn::new(2, 0.0, &device);
+        let mut store = BurnpackStore::from_bytes(None);
+        old.save_into(&mut store).unwrap();
+        let bytes = store.get_bytes().unwrap().to_vec();
+        let loaded = network_from_bytes(NetworkKind::SmallCnn, 2, 0.0, &device, bytes).unwrap();
+        let x = Tensor::<4>::ones([1, 3, 16, 16], &device);
+        assert_eq!(
+            old.forward(x.clone()).into_data(),
+            loaded.forward(x).into_data()
+        );
     }
 
     /// Against burn's reference CPU backend, which catdog's flex patches are checked against.
