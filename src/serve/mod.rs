@@ -184,6 +184,7 @@ fn model_json(predictor: &Predictor, device: &str) -> Value {
     json!({
         "line": output::model_line(predictor),
         "name": output::model_name(predictor.choice()),
+        "network": info.network().title(),
         "classes": info.classes,
         "image_size": info.image_size,
         "epochs": info.epochs,

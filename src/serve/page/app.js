@@ -182,6 +182,7 @@ async function loadModel() {
     $("model-line").textContent = model.line;
     const facts = [
       ["Model", model.name === "builtin" ? "built into catdog" : model.name],
+      ["Network", model.network],
       ["Learned from", model.trained_on || "not recorded"],
       ["Right on the photos it held out", model.val_accuracy == null ? "not measured"
         : (100 * model.val_accuracy).toFixed(1) + " %"],
