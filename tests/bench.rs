@@ -337,6 +337,48 @@ fn bench_measures_resnet18_and_names_it() {
     let err = String::from_utf8_lossy(&output.stderr);
     assert!(err.contains("ndarray left out"), "{err}");
 
+    // Both networks, one after the other, and both answers in one line at the end.
+    let text = succeed(&[
+        "bench",
+        "--network",
+        "small-cnn,resnet18",
+        "--backends",
+        "flex",
+        "--image-size",
+        "32",
+        "--batch-size",
+        "2",
+        "--seconds",
+        "0.05",
+        "--repeats",
+        "1",
+        "--warmup-steps",
+        "1",
+    ]);
+    let small = text.find("The answer: SmallCnn").expect(&text);
+    let resnet = text.find("The answer: ResNet-18").expect(&text);
+    let line = text
+        .find("In one line, training photos per second: ")
+        .expect(&text);
+    assert!(small < resnet && resnet < line, "{text}");
+    let line = text[line..].lines().next().unwrap();
+    assert!(
+        line.contains("SmallCnn at 32 px, batch 2: CPU ")
+            && line.contains("; ResNet-18 at 32 px, batch 2: CPU ")
+            && line.ends_with("; the article: CPU 10, GPU 1,000."),
+        "{line}"
+    );
+    let output = catdog(&[
+        "bench",
+        "--network",
+        "small-cnn,resnet18",
+        "--chart",
+        "x.svg",
+    ]);
+    assert!(!output.status.success());
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(err.contains("take one network at a time"), "{err}");
+
     let output = catdog(&["bench", "--network", "resnet18", "--image-size", "16"]);
     assert!(!output.status.success());
     let err = String::from_utf8_lossy(&output.stderr);

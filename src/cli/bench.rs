@@ -25,9 +25,16 @@ pub struct BenchArgs {
     /// ndarray for small-cnn]
     #[arg(short, long, value_enum, value_delimiter = ',', value_name = "LIST")]
     pub backends: Vec<BackendChoice>,
-    /// The network every backend trains.
-    #[arg(long, value_enum, default_value_t = NetworkKind::SmallCnn)]
-    pub network: NetworkKind,
+    /// The network every backend trains; `small-cnn,resnet18` measures one, then the other,
+    /// and ends with both answers in one line.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        value_name = "LIST",
+        default_value = "small-cnn"
+    )]
+    pub network: Vec<NetworkKind>,
     /// Side of the pictures in pixels [default: 64 for small-cnn, 224 for resnet18]
     #[arg(long, value_name = "PX", value_parser = clap::value_parser!(u32).range(16..=1024))]
     pub image_size: Option<u32>,
@@ -79,52 +86,72 @@ pub(super) fn run(args: BenchArgs) -> Result<ExitCode> {
     if !(args.seconds > 0.0 && args.seconds.is_finite()) {
         bail!("--seconds must be a positive number, not {}", args.seconds);
     }
-    let image_size = args
-        .image_size
-        .unwrap_or_else(|| args.network.default_image_size());
-    let smallest = args.network.smallest_image_size();
-    if image_size < smallest {
+    let networks: Vec<NetworkKind> = args.network.iter().fold(Vec::new(), |mut kept, &n| {
+        if !kept.contains(&n) {
+            kept.push(n);
+        }
+        kept
+    });
+    if networks.len() > 1 && (args.chart.is_some() || args.export_markdown.is_some()) {
         bail!(
-            "--image-size must be at least {smallest} px for {}, not {image_size}",
-            args.network.title()
+            "--chart and --export-markdown take one network at a time, not {}",
+            networks.len()
         );
     }
-    let choices = match args.backends.is_empty() {
-        true => {
-            if args.network == NetworkKind::ResNet18 {
-                eprintln!("bench: {}", bench::NDARRAY_LEFT_OUT);
-            }
-            bench::default_choices(args.network)
+    for &network in &networks {
+        let image_size = args.image_size.unwrap_or(network.default_image_size());
+        let smallest = network.smallest_image_size();
+        if image_size < smallest {
+            bail!(
+                "--image-size must be at least {smallest} px for {}, not {image_size}",
+                network.title()
+            );
         }
-        false => args.backends,
-    };
-    let backends = bench::open_backends(&choices, args.precision, &mut |line| {
-        eprintln!("bench: {line}")
-    })?;
-    let settings = BenchSettings {
-        network: args.network,
-        image_size,
-        batch_sizes: distinct(&args.batch_size),
-        data_on_device: args.data_on_device,
-        seconds: args.seconds,
-        repeats: args.repeats as usize,
-        warmup_steps: args.warmup_steps as usize,
-        data: args.data,
-    };
-    let report = bench::run(&backends, &settings, &mut TerminalBenchProgress)?;
-    if let Some(path) = &args.export_markdown {
-        write_atomically(path, output::bench_markdown(&report).as_bytes())?;
     }
-    if let Some(path) = &args.chart {
-        chart::write(&output::bench_chart(&report), path)?;
+    let mut reports = Vec::new();
+    for &network in &networks {
+        let choices = match args.backends.is_empty() {
+            true => {
+                if network == NetworkKind::ResNet18 {
+                    eprintln!("bench: {}", bench::NDARRAY_LEFT_OUT);
+                }
+                bench::default_choices(network)
+            }
+            false => args.backends.clone(),
+        };
+        let backends = bench::open_backends(&choices, args.precision, &mut |line| {
+            eprintln!("bench: {line}")
+        })?;
+        let settings = BenchSettings {
+            network,
+            image_size: args.image_size.unwrap_or(network.default_image_size()),
+            batch_sizes: distinct(&args.batch_size),
+            data_on_device: args.data_on_device,
+            seconds: args.seconds,
+            repeats: args.repeats as usize,
+            warmup_steps: args.warmup_steps as usize,
+            data: args.data.clone(),
+        };
+        let report = bench::run(&backends, &settings, &mut TerminalBenchProgress)?;
+        if let Some(path) = &args.export_markdown {
+            write_atomically(path, output::bench_markdown(&report).as_bytes())?;
+        }
+        if let Some(path) = &args.chart {
+            chart::write(&output::bench_chart(&report), path)?;
+        }
+        if args.json {
+            // With the plain answer that opens the text report, for scripts that show it; one
+            // line per network.
+            let mut json = serde_json::to_value(&report)?;
+            json["verdict"] = output::bench_verdict(&report).into();
+            println!("{json}");
+        } else {
+            println!("{}", output::bench_text(&report));
+        }
+        reports.push(report);
     }
-    if args.json {
-        // With the plain answer that opens the text report, for scripts that show it.
-        let mut json = serde_json::to_value(&report)?;
-        json["verdict"] = output::bench_verdict(&report).into();
-        println!("{json}");
-    } else {
-        println!("{}", output::bench_text(&report));
+    if reports.len() > 1 && !args.json {
+        println!("{}", output::networks_line(&reports));
     }
     Ok(ExitCode::SUCCESS)
 }

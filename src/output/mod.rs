@@ -22,7 +22,7 @@ pub use model::{REAL_PHOTOS, generated_model_note, model_line, model_name};
 pub use predict::{answer_words, prediction_json, prediction_line, prediction_speed};
 pub use progress::{TerminalBenchProgress, TerminalDownloadProgress, TerminalProgress};
 pub use train::{train_json, train_summary};
-pub use verdict::bench_verdict;
+pub use verdict::{bench_verdict, networks_line};
 
 /// A path as JSON text: file names that are not UTF-8 get U+FFFD where a byte is invalid.
 fn lossy(path: &Path) -> String {

@@ -127,6 +127,42 @@ pub fn bench_verdict(report: &BenchReport) -> String {
     out
 }
 
+/// After benches of several networks, both answers in one line: "In one line: SmallCnn at 64
+/// px: CPU 554, GPU none found; ResNet-18 at 224 px: CPU 15.6, GPU none found (photos/s,
+/// batch 32); the article: CPU 10, GPU 1,000."
+pub fn networks_line(reports: &[BenchReport]) -> String {
+    let parts: Vec<String> = reports
+        .iter()
+        .map(|report| {
+            let first = report.settings.batch_sizes[0];
+            let runs: Vec<&BackendRun> = report
+                .runs
+                .iter()
+                .filter(|r| r.batch_size == first)
+                .collect();
+            let sides = Sides::of(&runs);
+            let figure = |run: Option<&BackendRun>| {
+                run.map_or("none found".to_string(), |r| {
+                    format_number(r.train_images_per_sec)
+                })
+            };
+            format!(
+                "{} at {} px, batch {first}: CPU {}, GPU {}",
+                report.settings.network.title(),
+                report.settings.image_size,
+                figure(sides.cpu),
+                figure(sides.gpu)
+            )
+        })
+        .collect();
+    format!(
+        "In one line, training photos per second: {}; the article: CPU {}, GPU {}.",
+        parts.join("; "),
+        format_count(ARTICLE_CPU as u64),
+        format_count(ARTICLE_GPU as u64)
+    )
+}
+
 /// With several batch sizes: each side at its own best batch size, saying so.
 fn best_batches(report: &BenchReport) -> String {
     let all: Vec<&BackendRun> = report.runs.iter().collect();
