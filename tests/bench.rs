@@ -42,6 +42,28 @@ fn bench(backends: &str, repeats: u32, extra: &[&str]) -> String {
     succeed(&args)
 }
 
+/// `catdog bench --network NETWORKS` at 32 px, ResNet-18's smallest, in batches of 2 with one
+/// warm-up step and one short window, then `extra` flags.
+fn at_32_px<'a>(networks: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "bench",
+        "--network",
+        networks,
+        "--image-size",
+        "32",
+        "--batch-size",
+        "2",
+        "--seconds",
+        "0.05",
+        "--repeats",
+        "1",
+        "--warmup-steps",
+        "1",
+    ];
+    args.extend_from_slice(extra);
+    args
+}
+
 #[test]
 fn devices_lists_the_cpu_and_says_what_auto_picks() {
     let devices: Value = serde_json::from_str(&succeed(&["devices", "--json"])).unwrap();
@@ -264,32 +286,18 @@ fn bench_measures_each_batch_size_and_marks_the_best() {
 fn bench_measures_resnet18_and_names_it() {
     let dir = tempfile::tempdir().unwrap();
     let svg = dir.path().join("bench.svg");
-    let text = succeed(&[
-        "bench",
-        "--network",
+    let chart = svg.to_str().unwrap();
+    let text = succeed(&at_32_px(
         "resnet18",
-        "--backends",
-        "flex,ndarray",
-        "--image-size",
-        "32",
-        "--batch-size",
-        "4",
-        "--seconds",
-        "0.2",
-        "--repeats",
-        "1",
-        "--warmup-steps",
-        "1",
-        "--chart",
-        svg.to_str().unwrap(),
-    ]);
+        &["--backends", "flex,ndarray", "--chart", chart],
+    ));
     assert!(
         text.contains("The answer: ResNet-18 training photos per second"),
         "{text}"
     );
     assert!(
         text.contains(
-            "ResNet-18 at 32 px, the article's kind of network, batch 4, about 37 million"
+            "ResNet-18 at 32 px, the article's kind of network, batch 2, about 37 million"
         ),
         "{text}"
     );
@@ -306,22 +314,7 @@ fn bench_measures_resnet18_and_names_it() {
     );
 
     // Without --backends, ndarray (minutes a step at 224 px) is left out, saying so.
-    let output = catdog(&[
-        "bench",
-        "--network",
-        "resnet18",
-        "--image-size",
-        "32",
-        "--batch-size",
-        "2",
-        "--seconds",
-        "0.05",
-        "--repeats",
-        "1",
-        "--warmup-steps",
-        "1",
-        "--json",
-    ]);
+    let output = catdog(&at_32_px("resnet18", &["--json"]));
     assert!(output.status.success(), "{output:?}");
     let report: Value = serde_json::from_slice(&output.stdout).unwrap();
     let backends: Vec<&str> = report["runs"]
@@ -338,23 +331,7 @@ fn bench_measures_resnet18_and_names_it() {
     assert!(err.contains("ndarray left out"), "{err}");
 
     // Both networks, one after the other, and both answers in one line at the end.
-    let text = succeed(&[
-        "bench",
-        "--network",
-        "small-cnn,resnet18",
-        "--backends",
-        "flex",
-        "--image-size",
-        "32",
-        "--batch-size",
-        "2",
-        "--seconds",
-        "0.05",
-        "--repeats",
-        "1",
-        "--warmup-steps",
-        "1",
-    ]);
+    let text = succeed(&at_32_px("small-cnn,resnet18", &["--backends", "flex"]));
     let small = text.find("The answer: SmallCnn").expect(&text);
     let resnet = text.find("The answer: ResNet-18").expect(&text);
     let line = text

@@ -68,6 +68,14 @@ impl Served {
         http(self.port, method, path, headers, body)
     }
 
+    /// What the server wrote to stderr, once it has stopped.
+    fn stderr(&mut self) -> String {
+        let mut text = String::new();
+        let mut pipe = self.child.stderr.take().expect("read once");
+        pipe.read_to_string(&mut text).unwrap();
+        text
+    }
+
     fn get(&self, path: &str) -> (u16, String, Vec<u8>) {
         self.request("GET", path, &[], b"")
     }
@@ -523,14 +531,7 @@ fn the_race_runs_one_at_a_time_and_is_kept() {
         std::thread::sleep(Duration::from_millis(50));
     };
     assert_eq!(exit.code(), Some(0));
-    let mut stderr = String::new();
-    served
-        .child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .unwrap();
+    let stderr = served.stderr();
     assert!(stderr.contains("the server stopped"), "{stderr}");
 }
 
@@ -810,14 +811,7 @@ fn listening_beyond_this_computer_warns() {
     assert_eq!(http(port, "GET", "/", &[], b"").0, 200);
     served.child.kill().unwrap();
     served.child.wait().unwrap();
-    let mut stderr = String::new();
-    served
-        .child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .unwrap();
+    let stderr = served.stderr();
     assert!(
         stderr.contains("warning: listening on 0.0.0.0: anyone who can reach this computer"),
         "{stderr}"

@@ -86,24 +86,19 @@ pub(super) fn run(args: BenchArgs) -> Result<ExitCode> {
     if !(args.seconds > 0.0 && args.seconds.is_finite()) {
         bail!("--seconds must be a positive number, not {}", args.seconds);
     }
-    let networks: Vec<NetworkKind> = args.network.iter().fold(Vec::new(), |mut kept, &n| {
-        if !kept.contains(&n) {
-            kept.push(n);
-        }
-        kept
-    });
+    let networks = distinct(&args.network);
     if networks.len() > 1 && (args.chart.is_some() || args.export_markdown.is_some()) {
         bail!(
             "--chart and --export-markdown take one network at a time, not {}",
             networks.len()
         );
     }
+    let image_size = |network: NetworkKind| args.image_size.unwrap_or(network.default_image_size());
     for &network in &networks {
-        let image_size = args.image_size.unwrap_or(network.default_image_size());
-        let smallest = network.smallest_image_size();
-        if image_size < smallest {
+        let (size, smallest) = (image_size(network), network.smallest_image_size());
+        if size < smallest {
             bail!(
-                "--image-size must be at least {smallest} px for {}, not {image_size}",
+                "--image-size must be at least {smallest} px for {}, not {size}",
                 network.title()
             );
         }
@@ -124,8 +119,11 @@ pub(super) fn run(args: BenchArgs) -> Result<ExitCode> {
         })?;
         let settings = BenchSettings {
             network,
-            image_size: args.image_size.unwrap_or(network.default_image_size()),
-            batch_sizes: distinct(&args.batch_size),
+            image_size: image_size(network),
+            batch_sizes: distinct(&args.batch_size)
+                .into_iter()
+                .map(|size| size as usize)
+                .collect(),
             data_on_device: args.data_on_device,
             seconds: args.seconds,
             repeats: args.repeats as usize,
@@ -156,12 +154,12 @@ pub(super) fn run(args: BenchArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `--batch-size`'s sizes, each once, in the order given.
-fn distinct(sizes: &[u32]) -> Vec<usize> {
-    let mut kept: Vec<usize> = Vec::new();
-    for &size in sizes {
-        if !kept.contains(&(size as usize)) {
-            kept.push(size as usize);
+/// A list flag's values (`--batch-size`, `--network`), each once, in the order given.
+fn distinct<T: Copy + PartialEq>(values: &[T]) -> Vec<T> {
+    let mut kept: Vec<T> = Vec::new();
+    for &value in values {
+        if !kept.contains(&value) {
+            kept.push(value);
         }
     }
     kept

@@ -6,6 +6,7 @@ mod network;
 mod networks;
 mod norm_pool_relu;
 mod resnet;
+mod rewrite;
 mod saved;
 
 use std::path::{Path, PathBuf};

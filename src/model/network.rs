@@ -2,7 +2,7 @@
 //!
 //! Every speed comparison in catdog uses this architecture, so it stays the default.
 
-use burn::module::{Module, Param};
+use burn::module::Module;
 use burn::nn::conv::{Conv2d, Conv2dConfig};
 use burn::nn::pool::{AdaptiveAvgPool2d, AdaptiveAvgPool2dConfig, MaxPool2d, MaxPool2dConfig};
 use burn::nn::{
@@ -11,8 +11,8 @@ use burn::nn::{
 use burn::tensor::activation::relu;
 use burn::tensor::{Device, Tensor};
 
-use super::fused;
 use super::norm_pool_relu::norm_pool_relu;
+use super::{fused, rewrite};
 
 /// Output channels of the four blocks.
 const CHANNELS: [usize; 4] = [32, 64, 128, 128];
@@ -54,26 +54,13 @@ impl ConvBlock {
         }
     }
 
-    /// The block with its batch norm's running statistics, scale and shift folded into the
-    /// convolution: `conv(x)·s + t` with `s = γ/√(var + ε)` and `t = β − mean·s` is the
-    /// convolution with weights `W·s` and bias `b·s + t`, one pass instead of two.
+    /// The block with its batch norm folded into the convolution ([`rewrite::fold`]).
     fn folded(self) -> ConvBlock {
         let Some(norm) = self.norm else {
             return self;
         };
-        let scale = norm.gamma.val() / (norm.running_var.value() + norm.epsilon).sqrt();
-        let shift = norm.beta.val() - norm.running_mean.value() * scale.clone();
-        let channels = scale.dims()[0];
-        let mut conv = self.conv;
-        let weight = conv.weight.val() * scale.clone().reshape([channels, 1, 1, 1]);
-        let bias = match conv.bias.take() {
-            Some(bias) => bias.val() * scale + shift,
-            None => shift,
-        };
-        conv.weight = Param::from_tensor(weight);
-        conv.bias = Some(Param::from_tensor(bias));
         ConvBlock {
-            conv,
+            conv: rewrite::fold(self.conv, norm),
             norm: None,
             pool: self.pool,
         }
@@ -128,12 +115,8 @@ impl SmallCnn {
     /// over-confident model.
     #[doc(hidden)]
     pub fn with_logits_scaled(self, factor: f32) -> SmallCnn {
-        let Linear { weight, bias } = self.classifier;
         SmallCnn {
-            classifier: Linear {
-                weight: weight.map(|w| w * factor),
-                bias: bias.map(|b| b.map(|b| b * factor)),
-            },
+            classifier: rewrite::scaled(self.classifier, factor),
             ..self
         }
     }
@@ -164,6 +147,7 @@ impl SmallCnn {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use burn::module::Param;
     use burn::tensor::Distribution;
 
     /// `--network`'s help says 0.24 M weights.

@@ -39,6 +39,17 @@ impl<'a> Sides<'a> {
             software: fastest(&|r| r.backend == BackendKind::Wgpu && !r.hardware_gpu),
         }
     }
+
+    /// The sides at the first batch size `report` measured, the one its answer compares at.
+    fn at_first_batch(report: &'a BenchReport) -> Sides<'a> {
+        let first = report.settings.batch_sizes[0];
+        let runs: Vec<&BackendRun> = report
+            .runs
+            .iter()
+            .filter(|r| r.batch_size == first)
+            .collect();
+        Sides::of(&runs)
+    }
 }
 
 /// "1,234 photos/s".
@@ -50,12 +61,7 @@ fn rate(run: &BackendRun) -> String {
 pub fn bench_verdict(report: &BenchReport) -> String {
     let settings = &report.settings;
     let first = settings.batch_sizes[0];
-    let same_batch: Vec<&BackendRun> = report
-        .runs
-        .iter()
-        .filter(|r| r.batch_size == first)
-        .collect();
-    let sides = Sides::of(&same_batch);
+    let sides = Sides::at_first_batch(report);
     let network = settings.network;
     let multiply_adds = network.multiply_adds(settings.image_size, 2) as f64;
     let mut out = format!(
@@ -127,20 +133,15 @@ pub fn bench_verdict(report: &BenchReport) -> String {
     out
 }
 
-/// After benches of several networks, both answers in one line: "In one line: SmallCnn at 64
-/// px: CPU 554, GPU none found; ResNet-18 at 224 px: CPU 15.6, GPU none found (photos/s,
-/// batch 32); the article: CPU 10, GPU 1,000."
+/// After benches of several networks, their answers in one line: "In one line, training photos
+/// per second: SmallCnn at 64 px, batch 32: CPU 511, GPU none found; ResNet-18 at 224 px, batch
+/// 32: CPU 16.5, GPU none found; the article: CPU 10, GPU 1,000."
 pub fn networks_line(reports: &[BenchReport]) -> String {
     let parts: Vec<String> = reports
         .iter()
         .map(|report| {
             let first = report.settings.batch_sizes[0];
-            let runs: Vec<&BackendRun> = report
-                .runs
-                .iter()
-                .filter(|r| r.batch_size == first)
-                .collect();
-            let sides = Sides::of(&runs);
+            let sides = Sides::at_first_batch(report);
             let figure = |run: Option<&BackendRun>| {
                 run.map_or("none found".to_string(), |r| {
                     format_number(r.train_images_per_sec)

@@ -1,0 +1,34 @@
+//! Trained layers rewritten into equivalent ones, for both networks: a batch norm folded into
+//! the convolution before it, and a classifier whose logits are scaled.
+
+use burn::module::Param;
+use burn::nn::conv::Conv2d;
+use burn::nn::{BatchNorm, Linear};
+
+/// `conv` with `norm`'s running statistics, scale and shift folded in: `conv(x)·s + t` with
+/// `s = γ/√(var + ε)` and `t = β − mean·s` is the convolution with weights `W·s` and bias
+/// `b·s + t`, the same function at inference in one pass instead of two.
+pub(super) fn fold(conv: Conv2d, norm: BatchNorm) -> Conv2d {
+    let scale = norm.gamma.val() / (norm.running_var.value() + norm.epsilon).sqrt();
+    let shift = norm.beta.val() - norm.running_mean.value() * scale.clone();
+    let channels = scale.dims()[0];
+    let mut conv = conv;
+    let weight = conv.weight.val() * scale.clone().reshape([channels, 1, 1, 1]);
+    let bias = match conv.bias.take() {
+        Some(bias) => bias.val() * scale + shift,
+        None => shift,
+    };
+    conv.weight = Param::from_tensor(weight);
+    conv.bias = Some(Param::from_tensor(bias));
+    conv
+}
+
+/// `linear` with its weights and bias multiplied by `factor`: every logit `factor` times
+/// what it was.
+pub(super) fn scaled(linear: Linear, factor: f32) -> Linear {
+    let Linear { weight, bias } = linear;
+    Linear {
+        weight: weight.map(|w| w * factor),
+        bias: bias.map(|b| b.map(|b| b * factor)),
+    }
+}
