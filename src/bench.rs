@@ -151,10 +151,10 @@ pub struct SkippedPhoto {
 }
 
 /// The backends `catdog bench` measures when none are named: wgpu where there is a hardware
-/// GPU, then flex, and ndarray for SmallCnn.
+/// GPU, then flex, and ndarray for SmallCnn (either width).
 pub fn default_choices(network: NetworkKind) -> Vec<BackendChoice> {
     let mut choices = vec![BackendChoice::Flex];
-    if network == NetworkKind::SmallCnn {
+    if network != NetworkKind::ResNet18 {
         choices.push(BackendChoice::Ndarray);
     }
     if device::hardware_gpu().is_some() {

@@ -212,6 +212,41 @@ fn resnet18_trains_predicts_and_evaluates() {
     assert_fails_with(&output, "--network small-cnn (the run uses resnet18)");
 }
 
+/// The wide SmallCnn, for accuracy: trained, saved with its wider shapes, named where it
+/// predicts, and recorded as the run's network for `--resume`.
+#[test]
+fn the_wide_small_cnn_trains_predicts_and_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let model = dir.path().join("model");
+    synth(&data, 12, 16);
+    let train = |extra: &[&str]| {
+        let mut args = vec!["train", "--data", path(&data), "--out", path(&model)];
+        args.extend_from_slice(&["--backend", "flex", "--batch-size", "4"]);
+        args.extend_from_slice(&["--image-size", "16", "--epochs", "1"]);
+        args.extend(extra);
+        catdog(&args)
+    };
+    assert_success(&train(&["--network", "small-cnn-wide"]));
+    let info: Value =
+        serde_json::from_slice(&fs::read(model.join("catdog.json")).unwrap()).unwrap();
+    assert_eq!(info["architecture"], "small-cnn-wide");
+    assert!(
+        common::weights_header(&model).contains("\"shape\":[256,2]"),
+        "{}",
+        common::weights_header(&model)
+    );
+    let output = catdog(&["predict", "--model", path(&model), "--json", path(&data)]);
+    assert_success(&output);
+    assert_eq!(stdout(&output).lines().count(), 12);
+    let output = catdog(&["eval", "--model", path(&model), "--data", path(&data)]);
+    assert_success(&output);
+    let text = stdout(&output) + &stderr(&output);
+    assert!(text.contains("(wide SmallCnn, trained on "), "{text}");
+    let output = train(&["--resume", "--network", "small-cnn"]);
+    assert_fails_with(&output, "--network small-cnn (the run uses small-cnn-wide)");
+}
+
 #[test]
 fn train_without_data_uses_the_generated_pictures() {
     let dir = tempfile::tempdir().unwrap();

@@ -22,7 +22,7 @@ use crate::output::{self, TerminalBenchProgress};
     catdog bench --data ~/Pictures/pets --json > bench.json")]
 pub struct BenchArgs {
     /// Backends to measure, comma-separated [default: wgpu if there is a GPU, flex, and
-    /// ndarray for small-cnn]
+    /// ndarray but for resnet18]
     #[arg(short, long, value_enum, value_delimiter = ',', value_name = "LIST")]
     pub backends: Vec<BackendChoice>,
     /// The network every backend trains; `small-cnn,resnet18` measures one, then the other,
@@ -35,7 +35,7 @@ pub struct BenchArgs {
         default_value = "small-cnn"
     )]
     pub network: Vec<NetworkKind>,
-    /// Side of the pictures in pixels [default: 64 for small-cnn, 224 for resnet18]
+    /// Side of the pictures in pixels [default: 64 for either small-cnn, 224 for resnet18]
     #[arg(long, value_name = "PX", value_parser = clap::value_parser!(u32).range(16..=1024))]
     pub image_size: Option<u32>,
     /// Photos per step; a comma-separated list measures each, and the table marks every

@@ -47,8 +47,8 @@ pub struct TrainArgs {
     /// The network to train [default: small-cnn]
     #[arg(long, value_enum)]
     pub network: Option<NetworkKind>,
-    /// Photos are squashed to this many pixels square [default: 64 for small-cnn, 224 for
-    /// resnet18]
+    /// Photos are squashed to this many pixels square [default: 64 for either small-cnn, 224
+    /// for resnet18]
     #[arg(long, value_name = "PX", value_parser = clap::value_parser!(u32).range(16..=1024))]
     pub image_size: Option<u32>,
     #[arg(long, value_name = "F",

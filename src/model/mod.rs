@@ -93,12 +93,13 @@ pub(crate) fn check_description(
         path.display()
     );
     let known = NetworkKind::ALL.map(|kind| format!("{} v{ARCHITECTURE_VERSION}", kind.name()));
+    let (last, others) = known.split_last().expect("catdog runs some network");
     match NetworkKind::from_name(architecture) {
         Some(kind) if version == ARCHITECTURE_VERSION => Ok(kind),
         _ => anyhow::bail!(
-            "{} describes a {architecture} v{version}, this catdog runs {}",
+            "{} describes a {architecture} v{version}, this catdog runs {} and {last}",
             path.display(),
-            known.join(" and ")
+            others.join(", ")
         ),
     }
 }

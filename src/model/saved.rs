@@ -131,7 +131,7 @@ pub fn save(dir: &Path, model: &Network, info: &ModelInfo) -> Result<()> {
         .skip_enum_variants(true);
     let to_f32 = FloatCastAdapter::to(DType::F32);
     let mut store = match model.kind() {
-        NetworkKind::SmallCnn => store.with_to_adapter(to_f32),
+        NetworkKind::SmallCnn | NetworkKind::SmallCnnWide => store.with_to_adapter(to_f32),
         // torchvision's names and layouts: batch norm's `weight` and `bias`, a linear layer's
         // weight `[out, in]`, the shortcut's `downsample.0` and `.1`.
         NetworkKind::ResNet18 => store
@@ -238,7 +238,7 @@ fn network_from(
     let store = SafetensorsStore::from_bytes(Some(weights)).skip_enum_variants(true);
     let to_device = FloatCastAdapter::to(device.settings().float_dtype.into());
     let mut store = match kind {
-        NetworkKind::SmallCnn => store.with_from_adapter(to_device),
+        NetworkKind::SmallCnn | NetworkKind::SmallCnnWide => store.with_from_adapter(to_device),
         NetworkKind::ResNet18 => store
             .with_from_adapter(ChainAdapter::new(PyTorchToBurnAdapter, to_device))
             .remap(renamed(&[
@@ -441,6 +441,57 @@ mod tests {
             err.contains("names a ResNet-18 at 16 px: catdog trains it at 32 px or more"),
             "{err}"
         );
+    }
+
+    /// A wide SmallCnn is saved under SmallCnn's tensor names with twice the channels, loads
+    /// back to the same predictions, and its weights are refused where catdog.json says
+    /// `small-cnn` (and the other way round), naming both files.
+    #[test]
+    fn a_wide_small_cnn_loads_back_the_same_and_not_as_the_narrow_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let dir = dir.path();
+        let device = Device::flex();
+        let model = Network::new(NetworkKind::SmallCnnWide, 2, 0.0, &device);
+        let info = ModelInfo {
+            architecture: NetworkKind::SmallCnnWide.name().into(),
+            ..info()
+        };
+        save(dir, &model, &info).unwrap();
+        let (loaded, read) = load(dir, &device).unwrap();
+        assert_eq!(read.network(), NetworkKind::SmallCnnWide);
+        assert_eq!(loaded.kind(), NetworkKind::SmallCnnWide);
+        let shapes = tensor_shapes(&fs::read(dir.join(&read.weights_file)).unwrap());
+        assert_eq!(shapes["blocks.0.conv.weight"], [64, 3, 3, 3]);
+        assert_eq!(shapes["blocks.3.norm.running_var"], [256]);
+        assert_eq!(shapes["classifier.weight"], [256, 2]);
+
+        let x = Tensor::<4>::random([2, 3, 16, 16], Distribution::Uniform(-1.0, 1.0), &device);
+        assert_eq!(
+            model
+                .forward(x.clone())
+                .into_data()
+                .try_to_vec::<f32>()
+                .unwrap(),
+            loaded.forward(x).into_data().try_to_vec::<f32>().unwrap()
+        );
+
+        let described_as = |network: NetworkKind| {
+            let mut json: serde_json::Value =
+                serde_json::from_slice(&fs::read(dir.join(INFO_FILE)).unwrap()).unwrap();
+            json["architecture"] = network.name().into();
+            fs::write(dir.join(INFO_FILE), json.to_string()).unwrap();
+            format!("{:#}", load(dir, &device).unwrap_err())
+        };
+        let err = described_as(NetworkKind::SmallCnn);
+        assert!(
+            err.contains(&read.weights_file)
+                && err.contains("does not fit the small-cnn for 2 classes")
+                && err.contains(INFO_FILE),
+            "{err}"
+        );
+        save(dir, &small_cnn(&device), &info).unwrap();
+        let err = described_as(NetworkKind::SmallCnnWide);
+        assert!(err.contains("does not fit the small-cnn-wide"), "{err}");
     }
 
     #[test]

@@ -104,7 +104,9 @@ impl Trainer {
         // catdog's checkpoints named them before it had two networks (`blocks.0.conv.weight`,
         // not `SmallCnn.blocks.0.conv.weight`): either version resumes the other's.
         match self.model() {
-            Network::SmallCnn(network) => network.save_into(&mut store),
+            Network::SmallCnn(network) | Network::SmallCnnWide(network) => {
+                network.save_into(&mut store)
+            }
             Network::ResNet18(network) => network.save_into(&mut store),
         }
         .map_err(|err| anyhow!("cannot serialise the network: {err}"))?;
@@ -201,7 +203,9 @@ pub(crate) fn network_from_bytes(
         .with_from_adapter(FloatCastAdapter::to(device.settings().float_dtype.into()));
     // As `network_bytes` wrote it: the network, not the enum.
     let applied = match &mut network {
-        Network::SmallCnn(network) => network.load_from(&mut store),
+        Network::SmallCnn(network) | Network::SmallCnnWide(network) => {
+            network.load_from(&mut store)
+        }
         Network::ResNet18(network) => network.load_from(&mut store),
     }
     .map_err(|err| anyhow!("the checkpoint's network cannot be read: {err}"))?;
