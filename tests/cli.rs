@@ -199,9 +199,32 @@ fn resnet18_trains_predicts_and_evaluates() {
     let header = common::weights_header(&model);
     assert!(header.contains("layer4.1.bn2.running_var"), "{header}");
 
-    let output = catdog(&["predict", "--model", path(&model), "--json", path(&data)]);
-    assert_success(&output);
-    assert_eq!(stdout(&output).lines().count(), 20);
+    // The same answers on flex and on ndarray, burn's reference CPU backend.
+    let cats = |backend: &str| -> Vec<f64> {
+        let output = catdog(&[
+            "predict",
+            "--model",
+            path(&model),
+            "--backend",
+            backend,
+            "--json",
+            path(&data),
+        ]);
+        assert_success(&output);
+        stdout(&output)
+            .lines()
+            .map(|line| {
+                serde_json::from_str::<Value>(line).unwrap()["probabilities"]["cat"]
+                    .as_f64()
+                    .unwrap()
+            })
+            .collect()
+    };
+    let (flex, ndarray) = (cats("flex"), cats("ndarray"));
+    assert_eq!(flex.len(), 20);
+    for (f, n) in flex.iter().zip(&ndarray) {
+        assert!((f - n).abs() < 1e-3, "flex {flex:?}, ndarray {ndarray:?}");
+    }
     let output = catdog(&["eval", "--model", path(&model), "--data", path(&data)]);
     assert_success(&output);
     let text = stdout(&output) + &stderr(&output);
