@@ -57,7 +57,7 @@ network = report["settings"].get("network", "small-cnn")
 for run in report["runs"]:
     print(f'  {network:9} {run["backend"]:13} {run.get("precision", "f32"):7} batch {run.get("batch_size", report["settings"].get("batch_size", "?")):>4}'
           f' {run["train_images_per_sec"]:10.1f} train {run["infer_images_per_sec"]:10.1f} infer'
-          f'  warm-up {run["warmup_seconds"]:5.1f} s  {run["device"]}')
+          f'  warm-up {run["warmup_seconds"]:5.1f} + {run.get("infer_warmup_seconds", 0):4.1f} s  {run["device"]}')
 PY
 }
 

@@ -188,6 +188,12 @@ def bench_device(args, device_name):
             torch.softmax(model(images).float(), dim=1).cpu()
         return len(targets)
 
+    # Untimed first batches, as catdog's bench does (cudnn.benchmark picks its algorithms
+    # for the new shapes then).
+    started = time.perf_counter()
+    for _ in range(args.warmup_steps):
+        infer_step()
+    infer_warmup_seconds = time.perf_counter() - started
     infer = measure(args, infer_step)
     if device.type == "cuda":
         name = f"{torch.cuda.get_device_name(device)} (CUDA)"
@@ -205,6 +211,7 @@ def bench_device(args, device_name):
         "train": train,
         "infer": infer,
         "warmup_seconds": warmup_seconds,
+        "infer_warmup_seconds": infer_warmup_seconds,
     }
 
 

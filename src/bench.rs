@@ -120,8 +120,10 @@ pub struct BackendRun {
     /// augmented batches from the pixel cache, prepared on a helper thread while the device
     /// trains.
     pub end_to_end_train: Option<Measurement>,
-    /// Seconds the warm-up took (wgpu compiles and tunes its kernels then).
+    /// Seconds the training warm-up took (wgpu compiles and tunes its kernels then).
     pub warmup_seconds: f64,
+    /// Seconds the inference warm-up took (as many batches as training's warm-up steps).
+    pub infer_warmup_seconds: f64,
 }
 
 /// The machine a bench ran on.
@@ -340,7 +342,7 @@ fn bench_backend(
     // As `predict` and `eval` run it.
     let model = trainer.model().valid().folded();
     let mut step = 0;
-    let infer = measure(settings, || {
+    let mut infer_step = || {
         step += 1;
         let indices = &batches[step % batches.len()];
         match resident.get(step % batches.len()) {
@@ -360,7 +362,15 @@ fn bench_backend(
             }
         }
         Ok(indices.len())
-    })?;
+    };
+    // Prediction runs other kernels than training (no gradients, batch norm folded into the
+    // convolutions), which wgpu compiles and tunes at their first use: untimed too.
+    let started = Instant::now();
+    for _ in 0..settings.warmup_steps {
+        infer_step()?;
+    }
+    let infer_warmup_seconds = started.elapsed().as_secs_f64();
+    let infer = measure(settings, infer_step)?;
 
     let (decode, cached_batches, end_to_end_train) = match photos {
         Some((samples, cached)) => {
@@ -427,6 +437,7 @@ fn bench_backend(
         cached_batches,
         end_to_end_train,
         warmup_seconds,
+        infer_warmup_seconds,
     })
 }
 

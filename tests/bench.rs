@@ -172,6 +172,11 @@ fn bench_measures_every_backend_and_exports_json_markdown_and_charts() {
     assert_eq!(names, backends);
     for run in runs {
         assert!(!run["device"].as_str().unwrap().is_empty());
+        // Training and prediction each warmed up before their timing (wgpu tunes the kernels
+        // of each at their first use).
+        for warmup in ["warmup_seconds", "infer_warmup_seconds"] {
+            assert!(run[warmup].as_f64().unwrap() > 0.0, "{warmup}: {run}");
+        }
         for (figure, measurement) in [
             ("train_images_per_sec", "train"),
             ("infer_images_per_sec", "infer"),

@@ -147,14 +147,14 @@ pub fn bench_text(report: &BenchReport) -> String {
         .iter()
         .map(|run| {
             format!(
-                "{} at batch {} {:.1} s",
-                run.backend, run.batch_size, run.warmup_seconds
+                "{} at batch {} {:.1} s + {:.1} s",
+                run.backend, run.batch_size, run.warmup_seconds, run.infer_warmup_seconds
             )
         })
         .collect();
     out.push_str(&format!(
-        "Warm-up, untimed ({} steps; wgpu compiles and tunes its kernels then, once per \
-         adapter): {}\n",
+        "Warm-up, untimed ({} training steps + as many inference batches; wgpu compiles and \
+         tunes its kernels then, once per adapter): {}\n",
         settings.warmup_steps,
         warmups.join(", ")
     ));

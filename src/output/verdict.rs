@@ -305,6 +305,7 @@ mod tests {
             cached_batches: None,
             end_to_end_train: None,
             warmup_seconds: 1.0,
+            infer_warmup_seconds: 0.5,
         }
     }
 
