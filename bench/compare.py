@@ -16,7 +16,7 @@ the files (predict), and both accuracies.
 
 Usage:
     python3 bench/compare.py [--catdog target/release/catdog] [--backends flex,ndarray]
-                             [--network small-cnn|resnet18] [--image-size 64 (224 for resnet18)]
+                             [--network small-cnn|small-cnn-wide|resnet18] [--image-size 64 (224 for resnet18)]
                              [--batch-size 32] [--seconds 3] [--repeats 3]
                              [--rounds 3] [--json FILE]
     python3 bench/compare.py --photos DIR [--catdog ...] [--rounds 3] [--json FILE]
@@ -119,7 +119,8 @@ def compare_bench(args):
                             "--threads", threads] + common)
         rounds.append({"catdog": catdog, "pytorch": pytorch})
 
-    title = {"small-cnn": "SmallCnn", "resnet18": "ResNet-18"}[args.network]
+    title = {"small-cnn": "SmallCnn", "small-cnn-wide": "wide SmallCnn",
+             "resnet18": "ResNet-18"}[args.network]
     print(f"{title}, {args.image_size} px, batch {args.batch_size}, median photos/s of "
           f"{args.repeats} windows of >= {args.seconds} s; torch {pytorch['torch_version']}; "
           f"batches made before the clock starts on both sides; PyTorch's allocator: "
@@ -161,7 +162,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--catdog", default=os.path.join(HERE, "..", "target", "release", "catdog"))
     parser.add_argument("--backends", default=None, help="catdog backends [default: catdog's default]")
-    parser.add_argument("--network", choices=["small-cnn", "resnet18"], default="small-cnn")
+    parser.add_argument("--network", choices=["small-cnn", "small-cnn-wide", "resnet18"],
+                        default="small-cnn")
     parser.add_argument("--image-size", default=None, help="[default: 64, 224 for resnet18]")
     parser.add_argument("--batch-size", default="32")
     parser.add_argument("--seconds", default="3")

@@ -42,7 +42,7 @@ except ImportError as missing:
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from pytorch_reference import (  # noqa: E402
-    SmallCnn, add_allocator_flag, cpu_model, keep_freed_memory, positive)
+    SMALL_CNN_CHANNELS, SmallCnn, add_allocator_flag, cpu_model, keep_freed_memory, positive)
 
 PHOTO_EXTENSIONS = (".jpg", ".jpeg", ".png", ".webp", ".bmp", ".gif", ".jfif")
 
@@ -66,13 +66,15 @@ def read_safetensors(path):
 
 
 def load_model(folder):
-    """catdog's SmallCnn from `folder` as PyTorch's, and its catdog.json."""
+    """catdog's SmallCnn (either width) from `folder` as PyTorch's, and its catdog.json."""
     with open(os.path.join(folder, "catdog.json")) as file:
         info = json.load(file)
-    if info.get("architecture") != "small-cnn":
-        sys.exit(f"{folder}: architecture {info.get('architecture')!r}, this script knows small-cnn")
+    architecture = info.get("architecture")
+    if architecture not in SMALL_CNN_CHANNELS:
+        sys.exit(f"{folder}: architecture {architecture!r}, this script knows "
+                 + " and ".join(SMALL_CNN_CHANNELS))
     weights = read_safetensors(os.path.join(folder, info["weights_file"]))
-    model = SmallCnn(classes=len(info["classes"]))
+    model = SmallCnn(classes=len(info["classes"]), channels=SMALL_CNN_CHANNELS[architecture])
     state = {}
     for block in range(4):
         conv, norm = f"features.{4 * block}", f"features.{4 * block + 1}"

@@ -2,7 +2,8 @@
 """catdog's SmallCnn (or ResNet-18) in PyTorch, timed the way `catdog bench` times it: the yardstick.
 
 The same network (4 x [conv 3x3 pad 1 -> batch norm -> ReLU -> max-pool 2], 32-64-128-128
-channels, global average pool, linear to 2 classes; with --network resnet18, torchvision's
+channels (64-128-256-256 with --network small-cnn-wide), global average pool, linear to 2
+classes; with --network resnet18, torchvision's
 resnet18(num_classes=2), which is catdog's --network resnet18 layer for layer), AdamW (lr 1e-3, eps 1e-8, weight decay
 5e-4, catdog's default), cross-entropy, the same image and batch size, and the same method: a
 few untimed warm-up steps, then the median (with min and max) of REPEATS windows of at least
@@ -24,7 +25,7 @@ with a GradScaler, PyTorch's usual mixed precision (compare with catdog's --prec
 trim), so that neither side pays for fresh pages at every step; --glibc-defaults leaves them.
 
 Usage:
-    python3 bench/pytorch_reference.py [--network small-cnn|resnet18] [--devices cpu,cuda]
+    python3 bench/pytorch_reference.py [--network small-cnn|small-cnn-wide|resnet18] [--devices cpu,cuda]
                                        [--image-size 64 (224 for resnet18)] [--batch-size 32]
                                        [--seconds 3] [--repeats 3] [--warmup-steps 3] [--threads N]
                                        [--amp] [--data-on-device] [--glibc-defaults]
@@ -54,11 +55,14 @@ MEAN = (0.485, 0.456, 0.406)
 STD = (0.229, 0.224, 0.225)
 
 
+SMALL_CNN_CHANNELS = {"small-cnn": (32, 64, 128, 128), "small-cnn-wide": (64, 128, 256, 256)}
+
+
 class SmallCnn(nn.Module):
-    def __init__(self, classes=2):
+    def __init__(self, classes=2, channels=SMALL_CNN_CHANNELS["small-cnn"]):
         super().__init__()
         layers, channels_in = [], 3
-        for channels_out in (32, 64, 128, 128):
+        for channels_out in channels:
             layers += [
                 nn.Conv2d(channels_in, channels_out, 3, padding=1),
                 nn.BatchNorm2d(channels_out),
@@ -76,8 +80,8 @@ class SmallCnn(nn.Module):
 
 def network(name):
     """A fresh network called `name` as catdog names it (`--network`)."""
-    if name == "small-cnn":
-        return SmallCnn()
+    if name in SMALL_CNN_CHANNELS:
+        return SmallCnn(channels=SMALL_CNN_CHANNELS[name])
     try:
         import torchvision
     except ImportError:
@@ -229,7 +233,8 @@ def cpu_model():
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--devices", default=None, help="comma-separated: cpu, cuda [default: cuda if present, cpu]")
-    parser.add_argument("--network", choices=["small-cnn", "resnet18"], default="small-cnn")
+    parser.add_argument("--network", choices=["small-cnn", "small-cnn-wide", "resnet18"],
+                        default="small-cnn")
     parser.add_argument("--image-size", type=int, default=None, help="[default: 64, 224 for resnet18]")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--seconds", type=float, default=3.0)
