@@ -563,8 +563,8 @@ fn flex_convolution_and_its_gradients_match_ndarray() {
         ),
         // Deep enough for Winograd (forward with 16 input channels, input gradient with 17
         // output channels), given an image per thread: odd sizes, tasks of unequal numbers of
-        // images, a one-row image, an image whose tile rows take two blocks (10 + 2, and on two
-        // threads one thread with two tasks), a one-column image, 16 images (so that a
+        // images, a one-row image, a deep image (on two threads one thread with two tasks), a
+        // one-column image, 16 images (so that a
         // 16-thread machine takes that path too); batch 1 stays im2col's.
         ([3, 16, 9, 7], [17, 16, 3, 3], same.clone()),
         ([2, 16, 1, 5], [16, 16, 3, 3], same.clone()),
@@ -572,6 +572,9 @@ fn flex_convolution_and_its_gradients_match_ndarray() {
         ([2, 16, 5, 1], [16, 16, 3, 3], same.clone()),
         ([16, 16, 5, 6], [16, 16, 3, 3], same.clone()),
         ([1, 20, 4, 6], [16, 20, 3, 3], same.clone()),
+        // Wide enough (24 tiles a row) that a block holds 3 of an image's 7 tile rows, both
+        // by the 2 MB rule and by the 64 tiles a block takes at least: blocks of 3, 3 and 1.
+        ([2, 128, 26, 95], [128, 128, 3, 3], same.clone()),
     ];
     for (i, (x_shape, w_shape, options)) in cases.into_iter().enumerate() {
         let with_bias = i != 4 && i != 8;

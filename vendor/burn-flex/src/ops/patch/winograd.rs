@@ -43,6 +43,15 @@ pub(super) const MIN_CHANNELS: usize = 16;
 /// 4 MB, and 512 kB 6 % slower (alternated in one process, batch 32, 64 px, F(2×2, 3×3)).
 const BLOCK_BYTES: usize = 2 << 20;
 
+/// Tiles a block holds at least, whatever [`BLOCK_BYTES`] says: each block's 36 products
+/// read all of the transformed kernels (36·c_in·c_out values, 36 MB at 512 channels), and
+/// the weight gradient reads and writes as many sums, so a block of deep layers must give
+/// each of them enough work. At 2 MB, ResNet-18's 512-channel layer at 7×7 made blocks of 12
+/// tiles, rows too few for gemm's widest kernel (16 lanes × 4 on AVX-512), and streamed the
+/// kernels from memory once per 12 tiles. 64 made its training 1.1–1.2× faster at batch 32;
+/// 128 and 256 gained no more beyond the noise, and would change SmallCnn's blocks more.
+const MIN_BLOCK_TILES: usize = 64;
+
 /// The side of the output block a tile makes, and of the input tile it reads.
 const BLOCK: usize = 4;
 const TILE: usize = 6;
@@ -67,10 +76,11 @@ impl Dims {
         self.w.div_ceil(BLOCK)
     }
     /// Tile rows per block, so that a block's transformed inputs and outputs (36 matrices
-    /// each) fit in [`BLOCK_BYTES`].
+    /// each) fit in [`BLOCK_BYTES`], but with [`MIN_BLOCK_TILES`] tiles at least.
     fn block_rows<T>(&self) -> usize {
-        (BLOCK_BYTES / (POSITIONS * size_of::<T>() * (self.c_in + self.c_out) * self.tile_cols()))
-            .max(1)
+        let fits = BLOCK_BYTES
+            / (POSITIONS * size_of::<T>() * (self.c_in + self.c_out) * self.tile_cols());
+        fits.max(MIN_BLOCK_TILES.div_ceil(self.tile_cols())).max(1)
     }
 }
 
