@@ -16,7 +16,7 @@ weights to a photo or two (the two resize differently). glibc's allocator gets c
 settings, as in bench/pytorch_reference.py.
 
 Usage:
-    python3 bench/pytorch_photos.py DIR [--model models/builtin-20k] [--batch-size 64]
+    python3 bench/pytorch_photos.py DIR [--model models/builtin-wide-20k] [--batch-size 64]
                                         [--repeats 3] [--threads N] [--workers 2]
                                         [--glibc-defaults]
 
@@ -130,7 +130,7 @@ class Photos(torch.utils.data.Dataset):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("folder", metavar="DIR")
-    parser.add_argument("--model", default=os.path.join(HERE, "..", "models", "builtin-20k"),
+    parser.add_argument("--model", default=os.path.join(HERE, "..", "models", "builtin-wide-20k"),
                         help="a catdog model folder [default: the built-in model]")
     parser.add_argument("--batch-size", type=int, default=64, help="as catdog's predict and eval")
     parser.add_argument("--repeats", type=positive, default=3, help="passes over the folder, each timed")

@@ -400,7 +400,7 @@ fn catdog_alone_shows_the_help() {
 }
 
 /// The model compiled into catdog knows real photos: the 2,002 Kaggle originals it never
-/// trained on (models/README.md: 94.5 %).
+/// trained on (models/README.md: 95.4 %; the previous built-in model, 94.5 %, failed this).
 #[test]
 fn the_builtin_model_tells_real_cats_from_dogs() {
     let Some(photos) = common::real_photos_or_skip("the_builtin_model_tells_real_cats_from_dogs")
@@ -427,7 +427,7 @@ fn the_builtin_model_tells_real_cats_from_dogs() {
     assert!(report["photos"].as_u64().unwrap() > 2000, "{report}");
     let accuracy = report["accuracy"].as_f64().unwrap();
     assert!(
-        accuracy > 0.9,
+        accuracy > 0.95,
         "built-in model: {accuracy} on {}",
         photos.display()
     );

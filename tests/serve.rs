@@ -267,7 +267,7 @@ fn the_page_predicts_like_predict_and_refuses_what_it_should() {
     // Under the hood, and the machine.
     let model = served.get_json("/api/model");
     assert_eq!(model["name"], "builtin");
-    assert_eq!(model["network"], "SmallCnn");
+    assert_eq!(model["network"], "wide SmallCnn");
     assert_eq!(model["classes"], serde_json::json!(["cat", "dog"]));
     assert_eq!(model["curves"], true);
     let (status, _, curves) = served.get("/api/model/curves.svg");
