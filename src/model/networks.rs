@@ -7,7 +7,8 @@ use serde::{Deserialize, Serialize};
 use super::network::{CHANNELS, SmallCnn, WIDE_CHANNELS};
 use super::resnet::ResNet18;
 
-/// The networks catdog can train; SmallCnn is the default everywhere and the built-in model's.
+/// The networks catdog can train; SmallCnn is the default everywhere, its wide form the
+/// built-in model's.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum NetworkKind {
     #[default]
