@@ -324,11 +324,7 @@ fn bench_backend(
     };
 
     progress.started(backend, "warming up");
-    let started = Instant::now();
-    for step in 0..settings.warmup_steps {
-        train_step(&mut trainer, step)?;
-    }
-    let warmup_seconds = started.elapsed().as_secs_f64();
+    let warmup_seconds = warm_up(settings.warmup_steps, |step| train_step(&mut trainer, step))?;
 
     progress.started(backend, "training");
     let mut step = 0;
@@ -365,11 +361,7 @@ fn bench_backend(
     };
     // Prediction runs other kernels than training (no gradients, batch norm folded into the
     // convolutions), which wgpu compiles and tunes at their first use: untimed too.
-    let started = Instant::now();
-    for _ in 0..settings.warmup_steps {
-        infer_step()?;
-    }
-    let infer_warmup_seconds = started.elapsed().as_secs_f64();
+    let infer_warmup_seconds = warm_up(settings.warmup_steps, |_| infer_step())?;
     let infer = measure(settings, infer_step)?;
 
     let (decode, cached_batches, end_to_end_train) = match photos {
@@ -443,6 +435,16 @@ fn bench_backend(
 
 /// Runs `step` (which returns the photos it processed) in `settings.repeats` windows of at
 /// least `settings.seconds` each.
+/// Runs `step` (given its number) `steps` times, untimed: wgpu compiles and tunes its
+/// kernels then. Returns the seconds it took.
+fn warm_up<T>(steps: usize, mut step: impl FnMut(usize) -> Result<T>) -> Result<f64> {
+    let started = Instant::now();
+    for number in 0..steps {
+        step(number)?;
+    }
+    Ok(started.elapsed().as_secs_f64())
+}
+
 fn measure(
     settings: &BenchSettings,
     mut step: impl FnMut() -> Result<usize>,
