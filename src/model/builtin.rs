@@ -1,7 +1,7 @@
 //! The model compiled into catdog: the wide SmallCnn (`--network small-cnn-wide`) trained on
 //! the Kaggle photos of `dogs-vs-cats-20k` (`models/builtin-wide-20k/`; models/README.md gives
-//! the command and its accuracy, and the previous built-in model's), so that `catdog predict photo.jpg` knows real cats and dogs from any folder,
-//! before anything was trained.
+//! the command and its accuracy, and the previous built-in model's), so that `catdog predict
+//! photo.jpg` knows real cats and dogs from any folder, before anything was trained.
 
 use std::path::Path;
 

@@ -17,8 +17,8 @@ use super::{fused, rewrite};
 /// Output channels of the four blocks: SmallCnn's (`--network small-cnn`).
 pub const CHANNELS: [usize; 4] = [32, 64, 128, 128];
 
-/// Twice as many (`--network small-cnn-wide`): four times the weights and almost four times the work a photo,
-/// for accuracy, still under 4 MB as a file.
+/// Twice as many (`--network small-cnn-wide`): four times the weights and almost four times
+/// the work a photo, for accuracy, still under 4 MB as a file.
 pub const WIDE_CHANNELS: [usize; 4] = [64, 128, 256, 256];
 
 /// conv 3×3 (padding 1) → batch norm → ReLU → max-pool 2×2, computed as max-pool before

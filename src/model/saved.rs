@@ -379,6 +379,32 @@ mod tests {
             .collect()
     }
 
+    /// The same logits from `a` and `b` for two random pictures of `size` px.
+    fn assert_same_logits(a: &Network, b: &Network, size: usize) {
+        let device = Device::flex();
+        let x = Tensor::<4>::random(
+            [2, 3, size, size],
+            Distribution::Uniform(-1.0, 1.0),
+            &device,
+        );
+        let logits = |net: &Network| {
+            net.forward(x.clone())
+                .into_data()
+                .try_to_vec::<f32>()
+                .unwrap()
+        };
+        assert_eq!(logits(a), logits(b));
+    }
+
+    /// The error of loading the model in `dir` once `edit` has changed its catdog.json.
+    fn load_error_after_editing(dir: &Path, edit: impl FnOnce(&mut serde_json::Value)) -> String {
+        let mut json: serde_json::Value =
+            serde_json::from_slice(&fs::read(dir.join(INFO_FILE)).unwrap()).unwrap();
+        edit(&mut json);
+        fs::write(dir.join(INFO_FILE), json.to_string()).unwrap();
+        format!("{:#}", load(dir, &Device::flex()).unwrap_err())
+    }
+
     /// A saved ResNet-18 has torchvision's tensor names and shapes (so that
     /// `torchvision.models.resnet18(num_classes=2)` loads it; bench/resnet18_exchange.py
     /// checks that with PyTorch), and loads back to the same predictions.
@@ -423,20 +449,10 @@ mod tests {
             shapes.keys()
         );
 
-        let x = Tensor::<4>::random([2, 3, 32, 32], Distribution::Uniform(-1.0, 1.0), &device);
-        let before = model.forward(x.clone()).into_data();
-        let after = loaded.forward(x).into_data();
-        assert_eq!(
-            before.try_to_vec::<f32>().unwrap(),
-            after.try_to_vec::<f32>().unwrap()
-        );
+        assert_same_logits(&model, &loaded, 32);
 
         // A description naming a size catdog does not train this network at is refused.
-        let mut json: serde_json::Value =
-            serde_json::from_slice(&fs::read(dir.join(INFO_FILE)).unwrap()).unwrap();
-        json["image_size"] = 16.into();
-        fs::write(dir.join(INFO_FILE), json.to_string()).unwrap();
-        let err = format!("{:#}", load(dir, &device).unwrap_err());
+        let err = load_error_after_editing(dir, |json| json["image_size"] = 16.into());
         assert!(
             err.contains("names a ResNet-18 at 16 px: catdog trains it at 32 px or more"),
             "{err}"
@@ -465,22 +481,10 @@ mod tests {
         assert_eq!(shapes["blocks.3.norm.running_var"], [256]);
         assert_eq!(shapes["classifier.weight"], [256, 2]);
 
-        let x = Tensor::<4>::random([2, 3, 16, 16], Distribution::Uniform(-1.0, 1.0), &device);
-        assert_eq!(
-            model
-                .forward(x.clone())
-                .into_data()
-                .try_to_vec::<f32>()
-                .unwrap(),
-            loaded.forward(x).into_data().try_to_vec::<f32>().unwrap()
-        );
+        assert_same_logits(&model, &loaded, 16);
 
         let described_as = |network: NetworkKind| {
-            let mut json: serde_json::Value =
-                serde_json::from_slice(&fs::read(dir.join(INFO_FILE)).unwrap()).unwrap();
-            json["architecture"] = network.name().into();
-            fs::write(dir.join(INFO_FILE), json.to_string()).unwrap();
-            format!("{:#}", load(dir, &device).unwrap_err())
+            load_error_after_editing(dir, |json| json["architecture"] = network.name().into())
         };
         let err = described_as(NetworkKind::SmallCnn);
         assert!(
