@@ -240,6 +240,7 @@ mod tests {
             precision: crate::device::Precision::F32,
             classes: vec!["cat".into(), "dog".into()],
             data_fingerprint: "test".into(),
+            data_listing: None,
         }
     }
 

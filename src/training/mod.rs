@@ -155,9 +155,16 @@ pub fn train(
             None => return Err(err),
         },
     };
-    let run = RunSettings::new(options, &data.classes, &data.fingerprint);
-    if let Some(start) = &start {
-        resume::check_same_run(&start.state.run, &run, &options.out)?;
+    let run = RunSettings::new(
+        options,
+        &data.classes,
+        &data.fingerprint,
+        data.listing.as_deref(),
+    );
+    if let Some(start) = &start
+        && let Some(line) = resume::check_same_run(&start.state.run, &run, &options.out)?
+    {
+        progress.note(&line);
     }
     let normalization = Normalization::default();
     let fit_run = FitRun {

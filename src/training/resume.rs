@@ -163,8 +163,14 @@ fn resumed_options(request: &TrainRequest) -> Result<TrainOptions> {
     Ok(options)
 }
 
-/// Refuses to resume `started` with a different dataset or image size.
-pub(crate) fn check_same_run(started: &RunSettings, now: &RunSettings, out: &Path) -> Result<()> {
+/// Refuses to resume `started` with a different dataset or image size. A photo folder whose
+/// names and sizes are those the run started with, only with other modification times (a copy
+/// of it, or one restored from a backup), is the same: resumed, with the note returned.
+pub(crate) fn check_same_run(
+    started: &RunSettings,
+    now: &RunSettings,
+    out: &Path,
+) -> Result<Option<String>> {
     let source = |run: &RunSettings| {
         run.data.as_ref().map_or_else(
             || format!("{} generated pictures", run.generated_count),
@@ -191,17 +197,38 @@ pub(crate) fn check_same_run(started: &RunSettings, now: &RunSettings, out: &Pat
             started.classes, now.classes
         ));
     }
-    if started.data != now.data || started.data_fingerprint != now.data_fingerprint {
+    if started.data != now.data {
         return refuse(format!(
-            "it was started on {}, and the photos are not the same now ({})",
+            "it was started on {}, not {}",
             source(started),
             source(now)
         ));
     }
-    if started != now {
+    let copied = started.data_fingerprint != now.data_fingerprint
+        && started.data_listing.is_some()
+        && started.data_listing == now.data_listing;
+    if started.data_fingerprint != now.data_fingerprint && !copied {
+        return refuse(format!(
+            "it was started on {}, and the photos there are not the same now (photos added, \
+             removed, renamed or changed)",
+            source(now)
+        ));
+    }
+    let started = RunSettings {
+        data_fingerprint: now.data_fingerprint.clone(),
+        data_listing: now.data_listing.clone(),
+        ..started.clone()
+    };
+    if &started != now {
         return refuse("its settings differ".to_string());
     }
-    Ok(())
+    Ok(copied.then(|| {
+        format!(
+            "the photos in {} have other modification times than when the run started (copied \
+             or restored?); their names and sizes are the same, so the run goes on with them",
+            source(now)
+        )
+    }))
 }
 
 /// The checkpoint found in `out`, or the error that there is none to resume.

@@ -196,11 +196,22 @@ pub struct RunSettings {
     /// Identifies the exact photos (names, sizes, modification times); see
     /// [`crate::data::Dataset::fingerprint`].
     pub data_fingerprint: String,
+    /// The photo folder's names and sizes without the times ([`crate::data::Dataset::listing`]),
+    /// which a copy of the folder keeps; absent for generated pictures and in checkpoints of
+    /// runs from before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_listing: Option<String>,
 }
 
 impl RunSettings {
-    /// The record of a run of `options` on pictures of `classes` identified by `fingerprint`.
-    pub fn new(options: &TrainOptions, classes: &[String], fingerprint: &str) -> RunSettings {
+    /// The record of a run of `options` on pictures of `classes` identified by `fingerprint`
+    /// (and by `listing`, for a photo folder).
+    pub fn new(
+        options: &TrainOptions,
+        classes: &[String],
+        fingerprint: &str,
+        listing: Option<&str>,
+    ) -> RunSettings {
         RunSettings {
             data: options.data.clone(),
             generated_count: options.generated_count,
@@ -210,6 +221,7 @@ impl RunSettings {
             precision: options.precision,
             classes: classes.to_vec(),
             data_fingerprint: fingerprint.to_string(),
+            data_listing: listing.map(str::to_string),
         }
     }
 }
