@@ -926,6 +926,133 @@ fn eval_counts_what_predict_says_and_lists_the_mistakes() {
     );
 }
 
+/// A black picture (64 px), unlike any photo of a cat or a dog, or any of `synth`'s.
+fn black_picture(file: &Path) {
+    image::RgbImage::new(64, 64).save(file).unwrap();
+}
+
+/// Training fits what its validation photos look like inside the network; a picture unlike
+/// all of them (a black one) is "not sure", however probable its label, in text and JSON, while the
+/// photos it was fitted on are not. `eval --held-out --fit-unusual` fits it again for a model
+/// without it, and a record that does not fit the network is refused.
+#[test]
+fn a_picture_unlike_the_training_photos_is_not_sure() {
+    let dir = tempfile::tempdir().unwrap();
+    let (data, model) = (dir.path().join("data"), dir.path().join("model"));
+    synth(&data, 240, 16);
+    assert_success(&catdog(&[
+        "train",
+        "--data",
+        path(&data),
+        "--backend",
+        "flex",
+        "--epochs",
+        "1",
+        "--image-size",
+        "16",
+        "--batch-size",
+        "8",
+        "--out",
+        path(&model),
+    ]));
+    let info_path = model.join("catdog.json");
+    let read_info = || -> Value { serde_json::from_slice(&fs::read(&info_path).unwrap()).unwrap() };
+    let info = read_info();
+    let typical = info["typical"].clone();
+    assert_eq!(typical["photos"], 24, "10 % of 240: {info}");
+    assert_eq!(typical["mean"].as_array().unwrap().len(), 2 * 128, "{info}");
+
+    let black = dir.path().join("black.png");
+    black_picture(&black);
+    let predict = |photo: &Path, json: bool| {
+        let mut args = vec!["predict", "--model", path(&model), "--backend", "flex"];
+        args.extend(json.then_some("--json"));
+        args.push(path(photo));
+        catdog(&args)
+    };
+    let output = predict(&black, true);
+    assert_success(&output);
+    let answer: Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+    assert_eq!(answer["unusual"], true, "{answer}");
+    assert_eq!(answer["sure"], false, "{answer}");
+    assert_eq!(answer["answer"], "not sure", "{answer}");
+    let output = predict(&black, false);
+    assert!(
+        stdout(&output).contains("; unlike the photos it learned from)"),
+        "{}",
+        stdout(&output)
+    );
+    // The held-out photos it was fitted on lie within its limit (their furthest is the limit).
+    let output = eval(&model, &data, &["--held-out", "--json"]);
+    assert_success(&output);
+    let held_out: Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+    assert!(
+        held_out["unusual"]["photos"].as_u64().unwrap() <= 1,
+        "{held_out}"
+    );
+    let output = eval(&model, &data, &[]);
+    assert!(
+        stdout(&output).contains("\nunlike the photos it learned from (\"not sure\" too"),
+        "{}",
+        stdout(&output)
+    );
+
+    // A model saved without it gets it back from the same photos.
+    let mut without = info.clone();
+    without.as_object_mut().unwrap().remove("typical");
+    fs::write(&info_path, without.to_string()).unwrap();
+    let output = predict(&black, true);
+    assert_eq!(
+        serde_json::from_str::<Value>(stdout(&output).trim()).unwrap()["unusual"],
+        false
+    );
+    let output = eval(&model, &data, &["--held-out", "--fit-unusual"]);
+    assert_success(&output);
+    assert!(
+        stderr(&output).contains("on 24 held-out photos"),
+        "{}",
+        stderr(&output)
+    );
+    let refitted = read_info()["typical"].clone();
+    for (name, tolerance) in [("mean", 1e-4), ("spread", 1e-4)] {
+        let (a, b) = (
+            typical[name].as_array().unwrap(),
+            refitted[name].as_array().unwrap(),
+        );
+        assert_eq!(a.len(), b.len());
+        for (a, b) in a.iter().zip(b) {
+            let (a, b) = (a.as_f64().unwrap(), b.as_f64().unwrap());
+            assert!(
+                (a - b).abs() <= tolerance * (1.0 + a.abs()),
+                "{name}: {a} vs {b}"
+            );
+        }
+    }
+    assert_fails_with(
+        &catdog(&[
+            "eval",
+            "--model",
+            "builtin",
+            "--data",
+            path(&data),
+            "--held-out",
+            "--fit-unusual",
+        ]),
+        "--fit-unusual saves into the model's folder",
+    );
+
+    let mut damaged = read_info();
+    damaged["typical"]["mean"].as_array_mut().unwrap().pop();
+    fs::write(&info_path, damaged.to_string()).unwrap();
+    let output = predict(&black, false);
+    assert_fails_with(&output, "does not fit its network");
+    assert!(
+        stderr(&output).contains(path(&info_path)),
+        "{}",
+        stderr(&output)
+    );
+}
+
 /// `--held-out` uses the split recorded with the model, and refuses what would score it on
 /// photos it learned from: another folder, or another seed or share.
 #[test]

@@ -188,6 +188,7 @@ fn a_saved_model_predicts_the_same_on_every_backend() {
         weights_crc32: 0,
         trained_on: None,
         calibration: None,
+        typical: None,
     };
     saved_model::save(dir.path(), &model, &info).unwrap();
 

@@ -1,18 +1,19 @@
 //! `catdog eval`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 use clap::Args;
 
 use super::with_default;
 use crate::chart::{self, check_chart_path};
 use crate::device::{BackendChoice, Precision};
 use crate::inference::{
-    NOT_SURE_BELOW, Photos, Predictor, check_contact_sheet_path, evaluate_folder, held_out_photos,
-    write_contact_sheet,
+    NOT_SURE_BELOW, Photos, Predictor, check_contact_sheet_path, evaluate_folder, fit_typical_on,
+    held_out_photos, write_contact_sheet,
 };
+use crate::model::{FIT_PHOTOS_AT_LEAST, ModelChoice, ModelInfo, save_info};
 use crate::output;
 use crate::training::TrainOptions;
 
@@ -63,6 +64,11 @@ pub struct EvalArgs {
     #[arg(long, value_name = "P", value_parser = super::probability,
           help = super::with_default(super::NOT_SURE_HELP, NOT_SURE_BELOW))]
     pub not_sure_below: Option<f32>,
+    /// With --held-out: fit which photos the model calls unusual (unlike those it learned
+    /// from) on the held-out photos, as `catdog train` does, and save it in the model's
+    /// catdog.json before evaluating; for a model saved before catdog fitted that itself.
+    #[arg(long, requires = "held_out")]
+    pub fit_unusual: bool,
     /// Print the whole result as one JSON object.
     #[arg(long)]
     pub json: bool,
@@ -81,13 +87,20 @@ pub(super) fn run(args: EvalArgs) -> Result<ExitCode> {
     }
     let backend = super::open_backend(args.backend, args.precision, true)?;
     let model = super::model_choice(args.model);
-    let predictor = Predictor::load(&model, &backend)?.with_flip(args.flip);
+    if args.fit_unusual && model == ModelChoice::Builtin {
+        bail!("--fit-unusual saves into the model's folder: give --model DIR");
+    }
+    let mut predictor = Predictor::load(&model, &backend)?.with_flip(args.flip);
     let subset = if args.held_out {
         let fallback = (defaults().val_split, defaults().settings.seed);
         held_out_photos(predictor.info(), args.val_split, args.seed, fallback)?
     } else {
         Photos::All
     };
+    if let (true, ModelChoice::Folder(dir)) = (args.fit_unusual, &model) {
+        fit_unusual(&predictor, &args.data, subset, dir)?;
+        predictor = Predictor::load(&model, &backend)?.with_flip(args.flip);
+    }
     let not_sure_below = args.not_sure_below.unwrap_or(NOT_SURE_BELOW);
     let evaluation = evaluate_folder(&predictor, &args.data, subset, args.worst, not_sure_below)?;
     for skip in &evaluation.skipped {
@@ -114,4 +127,28 @@ pub(super) fn run(args: EvalArgs) -> Result<ExitCode> {
         ),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--fit-unusual`: fits [`crate::model::Typical`] on the `subset` of `data` and saves it in
+/// the model folder `dir`.
+fn fit_unusual(predictor: &Predictor, data: &Path, subset: Photos, dir: &Path) -> Result<()> {
+    let Some(typical) = fit_typical_on(predictor, data, subset)? else {
+        bail!(
+            "cannot fit which photos are unusual for the model in {}: a {} has no look to fit, \
+             or fewer than {FIT_PHOTOS_AT_LEAST} photos decoded",
+            dir.display(),
+            predictor.info().network().title()
+        );
+    };
+    let photos = typical.photos;
+    let info = ModelInfo {
+        typical: Some(typical),
+        ..predictor.info().clone()
+    };
+    save_info(dir, &info)?;
+    eprintln!(
+        "Fitted which photos are unusual on {photos} held-out photos; saved in {}",
+        dir.join("catdog.json").display()
+    );
+    Ok(())
 }

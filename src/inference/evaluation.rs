@@ -11,10 +11,11 @@ use serde::Serialize;
 use super::calibration::Reliability;
 use super::{Predictor, Readout, log_probabilities, most_probable};
 use crate::data::{
-    Dataset, DecodeWatch, ImageSet, Normalization, Skipped, check_val_split, load_or_decode,
+    Dataset, DecodeWatch, DecodedPhotos, ImageSet, Normalization, Skipped, check_val_split,
+    load_or_decode,
 };
 use crate::device::Batch;
-use crate::model::{ModelInfo, Network};
+use crate::model::{ModelInfo, Network, Typical};
 
 /// Mean cross-entropy and accuracy of `model` on `set`, `batch_size` pictures at a time.
 pub fn evaluate(
@@ -114,6 +115,14 @@ pub enum Photos {
     },
 }
 
+/// The photos a model found unlike those it learned from ([`crate::model::Typical`]).
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Unusual {
+    pub photos: usize,
+    /// Share right of them (0 where there are none).
+    pub accuracy: f64,
+}
+
 /// Everything `catdog eval --json` prints.
 #[derive(Clone, Debug, Serialize)]
 pub struct Evaluation {
@@ -139,6 +148,9 @@ pub struct Evaluation {
     /// The answers `predict` calls "not sure" (probability below `threshold`), and how
     /// often those and the others were right.
     pub not_sure: NotSure,
+    /// The photos that look unlike those the model learned from (which `predict` calls "not
+    /// sure" too), and how often it was right on them; `None` for a model without that record.
+    pub unusual: Option<Unusual>,
     /// How fast the model ran over the decoded photos: from pixels to probabilities, with the
     /// normalisation and the copy to the device, decoding excluded.
     pub infer_images_per_sec: f64,
@@ -157,55 +169,36 @@ pub fn evaluate_folder(
     worst: usize,
     not_sure_below: f32,
 ) -> Result<Evaluation> {
-    let dataset = Dataset::scan(data)?;
-    let classes = predictor.info().classes.clone();
-    // Class names are lower case since catdog matched them case-insensitively; older models
-    // may know `Cat`.
-    let lower: Vec<String> = classes.iter().map(|c| c.to_lowercase()).collect();
-    if dataset.classes != lower {
-        bail!(
-            "{} holds the classes {:?}, the model knows {:?}",
-            data.display(),
-            dataset.classes,
-            classes
-        );
-    }
-    if let Photos::HeldOut { .. } = subset {
-        check_trained_on(predictor.info(), &dataset)?;
-    }
-    let photos = load_or_decode(&dataset, predictor.info().image_size, DecodeWatch::NONE)?;
-    let samples = match subset {
-        Photos::All => (0..dataset.samples.len()).collect(),
-        Photos::HeldOut { val_split, seed } => dataset.split(val_split, seed).1,
-    };
-    // (decoded image, its path) of every chosen photo that could be decoded.
-    let chosen: Vec<(usize, &Path)> = samples
+    let Chosen {
+        dataset,
+        photos,
+        chosen,
+    } = choose(predictor.info(), data, subset)?;
+    let chosen: Vec<(usize, &Path)> = chosen
         .into_iter()
-        .filter_map(|sample| {
-            let image = photos.image_of_sample[sample]?;
-            Some((image, dataset.samples[sample].path.as_path()))
-        })
+        .map(|(image, sample)| (image, dataset.samples[sample].path.as_path()))
         .collect();
-    if chosen.is_empty() {
-        bail!(
-            "none of the chosen photos in {} could be decoded",
-            data.display()
-        );
-    }
+    let classes = predictor.info().classes.clone();
     let images = &photos.images;
 
     let mut confusion_matrix = vec![vec![0; classes.len()]; classes.len()];
+
     let mut mistakes = Vec::new();
     let mut answers = Vec::with_capacity(chosen.len());
     let pixels: Vec<&[u8]> = chosen.iter().map(|&(i, _)| images.image(i)).collect();
     let started = Instant::now();
-    let all_probabilities = predictor.probabilities(&pixels)?;
+    let all_answers = predictor.answers(&pixels)?;
     let infer_images_per_sec = chosen.len() as f64 / started.elapsed().as_secs_f64();
-    for (&(i, path), probabilities) in chosen.iter().zip(all_probabilities) {
+    let (mut unusual, mut unusual_right) = (0, 0);
+    for (&(i, path), (probabilities, is_unusual)) in chosen.iter().zip(all_answers) {
         let (predicted, probability) = most_probable(&probabilities);
         let label = images.labels()[i];
         confusion_matrix[label][predicted] += 1;
         answers.push((f64::from(probability), predicted == label));
+        if is_unusual {
+            unusual += 1;
+            unusual_right += usize::from(predicted == label);
+        }
         if predicted != label {
             mistakes.push(Mistake {
                 path: path.to_string_lossy().into_owned(),
@@ -248,10 +241,78 @@ pub fn evaluate_folder(
         reliability: Reliability::of(&answers),
         wrong_and_sure,
         not_sure: NotSure::of(&answers, not_sure_below),
+        unusual: predictor.info().typical.as_ref().map(|_| Unusual {
+            photos: unusual,
+            accuracy: ratio(unusual_right, unusual),
+        }),
         infer_images_per_sec,
         skipped_photos: photos.skipped.len(),
         skipped: photos.skipped,
     })
+}
+
+/// The photos of a folder chosen for a model, decoded.
+struct Chosen {
+    dataset: Dataset,
+    photos: DecodedPhotos,
+    /// (decoded image, sample) of every chosen photo that could be decoded.
+    chosen: Vec<(usize, usize)>,
+}
+
+/// The `subset` of the photos in `data`, decoded at the model's size; refused where the
+/// folder's classes are not the model's, or none could be decoded.
+fn choose(info: &ModelInfo, data: &Path, subset: Photos) -> Result<Chosen> {
+    let dataset = Dataset::scan(data)?;
+    // Class names are lower case since catdog matched them case-insensitively; older models
+    // may know `Cat`.
+    let lower: Vec<String> = info.classes.iter().map(|c| c.to_lowercase()).collect();
+    if dataset.classes != lower {
+        bail!(
+            "{} holds the classes {:?}, the model knows {:?}",
+            data.display(),
+            dataset.classes,
+            info.classes
+        );
+    }
+    if let Photos::HeldOut { .. } = subset {
+        check_trained_on(info, &dataset)?;
+    }
+    let photos = load_or_decode(&dataset, info.image_size, DecodeWatch::NONE)?;
+    let samples = match subset {
+        Photos::All => (0..dataset.samples.len()).collect(),
+        Photos::HeldOut { val_split, seed } => dataset.split(val_split, seed).1,
+    };
+    let chosen: Vec<(usize, usize)> = samples
+        .into_iter()
+        .filter_map(|sample| Some((photos.image_of_sample[sample]?, sample)))
+        .collect();
+    if chosen.is_empty() {
+        bail!(
+            "none of the chosen photos in {} could be decoded",
+            data.display()
+        );
+    }
+    Ok(Chosen {
+        dataset,
+        photos,
+        chosen,
+    })
+}
+
+/// Fits what the `subset` of the photos in `data` look like inside `predictor`'s model
+/// ([`Typical`]): for a model saved before catdog fitted it itself, on the photos its
+/// training held out, as training does. `None` for a network without looks or too few photos.
+pub fn fit_typical_on(
+    predictor: &Predictor,
+    data: &Path,
+    subset: Photos,
+) -> Result<Option<Typical>> {
+    let Chosen { photos, chosen, .. } = choose(predictor.info(), data, subset)?;
+    let pixels: Vec<&[u8]> = chosen
+        .iter()
+        .map(|&(image, _)| photos.images.image(image))
+        .collect();
+    predictor.fit_typical(&pixels)
 }
 
 /// The photos `catdog eval --held-out` scores: those the model's training held out, by the

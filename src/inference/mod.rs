@@ -8,6 +8,7 @@ mod calibration;
 mod contact_sheet;
 mod evaluation;
 mod predict;
+mod typical_look;
 
 use anyhow::Result;
 use burn::tensor::{Device, Tensor};
@@ -18,12 +19,15 @@ use crate::model::Network;
 
 pub use calibration::{BINS, Bin, NOT_SURE_BELOW, Reliability, calibrate, fit_temperature, scale};
 pub use evaluation::evaluate;
-pub use predict::{Prediction, Predictor};
+pub use predict::{Answer, Prediction, Predictor};
+pub use typical_look::fit_typical;
 
 pub(crate) use contact_sheet::{
     check_path as check_contact_sheet_path, write as write_contact_sheet,
 };
-pub(crate) use evaluation::{Evaluation, Mistake, Photos, SURE, evaluate_folder, held_out_photos};
+pub(crate) use evaluation::{
+    Evaluation, Mistake, Photos, SURE, evaluate_folder, fit_typical_on, held_out_photos,
+};
 
 /// Photos sent to the device at once by `predict` and `eval`.
 const BATCH: usize = 64;
@@ -35,6 +39,9 @@ pub struct Readout {
     pub flip: bool,
     /// Divide the logits by this before the softmax (temperature scaling; 1 leaves them).
     pub temperature: f64,
+    /// Read each image's look out too ([`Network::forward_with_look`]), from the unflipped
+    /// pass, where the network has one.
+    pub looks: bool,
 }
 
 impl Readout {
@@ -42,8 +49,13 @@ impl Readout {
     pub const PLAIN: Readout = Readout {
         flip: false,
         temperature: 1.0,
+        looks: false,
     };
 }
+
+/// Log-probability rows, and each image's look where [`Readout::looks`] asked for them and the
+/// network has them.
+pub(crate) type ReadOut = (Vec<Vec<f64>>, Option<Vec<Vec<f32>>>);
 
 /// Natural logarithms of the class probabilities of `images` (each `size × size × 3` bytes),
 /// one row per image, sent to the device a `batch` at a time, read out as `readout` says. A
@@ -57,36 +69,65 @@ pub(crate) fn log_probabilities(
     readout: Readout,
     batch: Batch,
 ) -> Result<Vec<Vec<f64>>> {
-    let mut rows = Vec::with_capacity(images.len());
-    for chunk in images.chunks(batch.size().max(1)) {
-        let pixels = normalization.to_chw(chunk.iter().copied(), size);
-        rows.extend(explain_panic(batch, || {
-            log_probabilities_on_device(model, images_on(pixels, device), readout)
-        })?);
-    }
-    Ok(rows)
+    Ok(read_out(model, images, size, normalization, device, readout, batch)?.0)
 }
 
-/// [`log_probabilities`] of a batch already on the device, normalised. With a flip, each pass
-/// is scaled by the temperature before the two are averaged.
+/// [`log_probabilities`], and the looks if `readout` asks for them.
+pub(crate) fn read_out(
+    model: &Network,
+    images: &[&[u8]],
+    size: u32,
+    normalization: &Normalization,
+    device: &Device,
+    readout: Readout,
+    batch: Batch,
+) -> Result<ReadOut> {
+    let mut rows = Vec::with_capacity(images.len());
+    let mut looks: Option<Vec<Vec<f32>>> = None;
+    for chunk in images.chunks(batch.size().max(1)) {
+        let pixels = normalization.to_chw(chunk.iter().copied(), size);
+        let (chunk_rows, chunk_looks) = explain_panic(batch, || {
+            read_out_on_device(model, images_on(pixels, device), readout)
+        })?;
+        rows.extend(chunk_rows);
+        if let Some(chunk_looks) = chunk_looks {
+            looks.get_or_insert_with(Vec::new).extend(chunk_looks);
+        }
+    }
+    Ok((rows, looks))
+}
+
+/// [`log_probabilities`] of a batch already on the device, normalised.
 pub(crate) fn log_probabilities_on_device(
     model: &Network,
     input: Tensor<4>,
     readout: Readout,
 ) -> Vec<Vec<f64>> {
-    let rows = |input| {
-        let rows = log_softmax_rows(model.forward(input));
+    read_out_on_device(model, input, readout).0
+}
+
+/// [`read_out`] of a batch already on the device, normalised. With a flip, each pass is scaled
+/// by the temperature before the two are averaged.
+fn read_out_on_device(model: &Network, input: Tensor<4>, readout: Readout) -> ReadOut {
+    let scaled = |rows: Vec<Vec<f64>>| {
         if readout.temperature == 1.0 {
             return rows;
         }
         rows.iter().map(|r| scale(r, readout.temperature)).collect()
     };
-    if !readout.flip {
-        return rows(input);
-    }
-    let plain = rows(input.clone());
-    let mirrored = rows(input.flip([3]));
-    plain
+    let mirror = readout.flip.then(|| input.clone().flip([3]));
+    let (logits, looks) = if readout.looks {
+        let (logits, look) = model.forward_with_look(input);
+        (logits, look.map(float_rows))
+    } else {
+        (model.forward(input), None)
+    };
+    let plain = scaled(log_softmax_rows(logits));
+    let Some(mirror) = mirror else {
+        return (plain, looks);
+    };
+    let mirrored = scaled(log_softmax_rows(model.forward(mirror)));
+    let rows = plain
         .into_iter()
         .zip(mirrored)
         .map(|(a, b)| {
@@ -95,7 +136,16 @@ pub(crate) fn log_probabilities_on_device(
                 .map(|(a, b)| ((a.exp() + b.exp()) / 2.0).ln())
                 .collect()
         })
-        .collect()
+        .collect();
+    (rows, looks)
+}
+
+/// A `[rows, columns]` tensor read back to the host, row by row.
+fn float_rows(tensor: Tensor<2>) -> Vec<Vec<f32>> {
+    let data = tensor.into_data();
+    let columns = data.shape()[1];
+    let values: Vec<f32> = data.iter::<f32>().collect();
+    values.chunks(columns).map(<[f32]>::to_vec).collect()
 }
 
 /// Class probabilities of `images` (each `size × size × 3` bytes), sent to the device as one

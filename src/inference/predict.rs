@@ -5,10 +5,10 @@ use std::path::{Path, PathBuf};
 use anyhow::{Result, bail};
 use burn::tensor::Device;
 
-use super::{BATCH, NOT_SURE_BELOW, Readout, log_probabilities, most_probable, probabilities};
+use super::{BATCH, NOT_SURE_BELOW, Readout, most_probable, probabilities, read_out};
 use crate::data::decode_photos;
 use crate::device::{Backend, Batch};
-use crate::model::{ModelChoice, ModelInfo, Network};
+use crate::model::{ModelChoice, ModelInfo, Network, Typical};
 
 /// What the model thinks one photo shows.
 #[derive(Clone, Debug, PartialEq)]
@@ -19,10 +19,16 @@ pub struct Prediction {
     pub probability: f32,
     /// Every class with its probability, in class order.
     pub probabilities: Vec<(String, f32)>,
-    /// Whether `probability` reached the predictor's threshold; below it, catdog says "not
-    /// sure" instead of the bare label.
+    /// Whether `probability` reached the predictor's threshold and the photo is not unusual;
+    /// otherwise catdog says "not sure" instead of the bare label.
     pub sure: bool,
+    /// Whether the photo looks unlike those the model learned from ([`crate::model::Typical`]);
+    /// always false for a model without that record.
+    pub unusual: bool,
 }
+
+/// A photo's class probabilities, in class order, and whether it is unusual.
+pub type Answer = (Vec<f32>, bool);
 
 /// A saved model loaded on a backend.
 pub struct Predictor {
@@ -88,11 +94,11 @@ impl Predictor {
         for chunk in paths.chunks(BATCH) {
             let decoded = decode_photos(chunk, self.info.image_size, &|| {});
             let pixels: Vec<&[u8]> = decoded.iter().filter_map(|d| d.as_deref().ok()).collect();
-            let mut probabilities = self.probabilities(&pixels)?.into_iter();
+            let mut answers = self.answers(&pixels)?.into_iter();
             for (path, decoded) in chunk.iter().zip(decoded) {
                 results.push(decoded.map(|_| {
-                    let probabilities = probabilities.next().expect("one row per decoded photo");
-                    self.prediction(path, probabilities)
+                    let answer = answers.next().expect("one answer per decoded photo");
+                    self.prediction(path, answer)
                 }));
             }
         }
@@ -103,17 +109,24 @@ impl Predictor {
     /// [`ModelInfo::image_size`]), each named by its path, in order.
     pub fn predict_decoded(&self, photos: &[(PathBuf, Vec<u8>)]) -> Result<Vec<Prediction>> {
         let pixels: Vec<&[u8]> = photos.iter().map(|(_, p)| p.as_slice()).collect();
-        let rows = self.probabilities(&pixels)?;
+        let answers = self.answers(&pixels)?;
         Ok(photos
             .iter()
-            .zip(rows)
-            .map(|((path, _), row)| self.prediction(path, row))
+            .zip(answers)
+            .map(|((path, _), answer)| self.prediction(path, answer))
             .collect())
     }
 
     /// Class probabilities of images already at the model's size (`size × size × 3` bytes).
     pub fn probabilities(&self, images: &[&[u8]]) -> Result<Vec<Vec<f32>>> {
-        let rows = log_probabilities(
+        Ok(self.answers(images)?.into_iter().map(|(p, _)| p).collect())
+    }
+
+    /// [`probabilities`](Self::probabilities), and whether each image looks unlike those the
+    /// model learned from (from the same pass).
+    pub fn answers(&self, images: &[&[u8]]) -> Result<Vec<Answer>> {
+        let typical = self.info.typical.as_ref();
+        let (rows, looks) = read_out(
             &self.model,
             images,
             self.info.image_size,
@@ -122,6 +135,7 @@ impl Predictor {
             Readout {
                 flip: self.flip,
                 temperature: self.info.temperature(),
+                looks: typical.is_some(),
             },
             Batch::Fixed(BATCH),
         )?;
@@ -136,16 +150,33 @@ impl Predictor {
                 }
             );
         }
-        Ok(probabilities(rows))
+        let unusual: Vec<bool> = match (typical, looks) {
+            (Some(typical), Some(looks)) => looks.iter().map(|l| typical.is_unusual(l)).collect(),
+            _ => vec![false; rows.len()],
+        };
+        Ok(probabilities(rows).into_iter().zip(unusual).collect())
     }
 
-    fn prediction(&self, path: &Path, probabilities: Vec<f32>) -> Prediction {
+    /// Fits what `images` (at the model's size) look like inside the model ([`Typical`]).
+    pub fn fit_typical(&self, images: &[&[u8]]) -> Result<Option<Typical>> {
+        super::typical_look::fit_on(
+            &self.model,
+            images,
+            self.info.image_size,
+            &self.info.normalization,
+            &self.device,
+            Batch::Fixed(BATCH),
+        )
+    }
+
+    fn prediction(&self, path: &Path, (probabilities, unusual): Answer) -> Prediction {
         let (best, probability) = most_probable(&probabilities);
         Prediction {
             path: path.to_path_buf(),
             label: self.info.classes[best].clone(),
             probability,
-            sure: probability >= self.not_sure_below,
+            sure: probability >= self.not_sure_below && !unusual,
+            unusual,
             probabilities: self
                 .info
                 .classes

@@ -8,6 +8,7 @@ mod norm_pool_relu;
 mod resnet;
 mod rewrite;
 mod saved;
+mod typical;
 
 use std::path::{Path, PathBuf};
 
@@ -15,11 +16,12 @@ use anyhow::{Result, ensure};
 use burn::tensor::Device;
 
 pub use builtin::{HELD_OUT_PHOTOS as BUILTIN_HELD_OUT, TRAINED_ON_PHOTOS as BUILTIN_TRAINED_ON};
-pub use network::SmallCnn;
+pub use network::{LOOK_BLOCK, SmallCnn};
 pub use networks::{Network, NetworkKind};
 pub use norm_pool_relu::norm_pool_relu;
 pub use resnet::ResNet18;
-pub use saved::{Calibration, FORMAT_VERSION, ModelInfo, TEMPERATURES, TrainedOn, save};
+pub use saved::{Calibration, FORMAT_VERSION, ModelInfo, TEMPERATURES, TrainedOn, save, save_info};
+pub use typical::{FIT_PHOTOS_AT_LEAST, Typical, UNUSUAL_SHARE};
 
 /// Which trained model a command runs: never a surprise, so the output names it.
 #[derive(Clone, Debug, PartialEq, Eq)]

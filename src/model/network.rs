@@ -21,6 +21,11 @@ pub const CHANNELS: [usize; 4] = [32, 64, 128, 128];
 /// the work a photo, for accuracy, still under 4 MB as a file.
 pub const WIDE_CHANNELS: [usize; 4] = [64, 128, 256, 256];
 
+/// The block whose output [`SmallCnn::forward_with_look`] sums up: the third (10 px of 256
+/// channels for the wide network at 80 px), whose channels told photos of neither a cat nor a
+/// dog from Kaggle's best of the four ([`super::typical`]).
+pub const LOOK_BLOCK: usize = 2;
+
 /// conv 3×3 (padding 1) → batch norm → ReLU → max-pool 2×2, computed as max-pool before
 /// ReLU: the two commute (ReLU never changes which value is largest, nor a window's NaN), and
 /// ReLU then touches a quarter of the values. `norm` is `None` once folded into `conv` for
@@ -155,9 +160,42 @@ impl SmallCnn {
     /// Logits, `[batch, classes]`.
     pub fn forward(&self, images: Tensor<4>) -> Tensor<2> {
         let features = self.blocks.iter().fold(images, |x, block| block.forward(x));
+        self.classify(features)
+    }
+
+    /// Logits, and each image's look from the same pass: the mean and the standard deviation
+    /// over the picture of each channel of block [`LOOK_BLOCK`]'s output, `[batch, 2 ×
+    /// channels]` (means first).
+    pub fn forward_with_look(&self, images: Tensor<4>) -> (Tensor<2>, Tensor<2>) {
+        let mut x = images;
+        let mut look = None;
+        for (index, block) in self.blocks.iter().enumerate() {
+            x = block.forward(x);
+            if index == LOOK_BLOCK {
+                look = Some(channel_statistics(x.clone()));
+            }
+        }
+        (self.classify(x), look.expect("SmallCnn has four blocks"))
+    }
+
+    /// The numbers in an image's look: twice block [`LOOK_BLOCK`]'s channels.
+    pub fn look_size(channels: [usize; 4]) -> usize {
+        2 * channels[LOOK_BLOCK]
+    }
+
+    fn classify(&self, features: Tensor<4>) -> Tensor<2> {
         let pooled = self.pool.forward(features).flatten::<2>(1, 3);
         self.classifier.forward(self.dropout.forward(pooled))
     }
+}
+
+/// `[batch, 2 × channels]`: each channel's mean over the picture, then its standard deviation.
+fn channel_statistics(x: Tensor<4>) -> Tensor<2> {
+    let [batch, channels, height, width] = x.dims();
+    let flat = x.reshape([batch, channels, height * width]);
+    let mean = flat.clone().mean_dim(2);
+    let variance = (flat.powi_scalar(2).mean_dim(2) - mean.clone().powi_scalar(2)).clamp_min(0.0);
+    Tensor::cat(vec![mean, variance.sqrt()], 1).reshape([batch, 2 * channels])
 }
 
 #[cfg(test)]

@@ -94,6 +94,18 @@ impl NetworkKind {
     }
 }
 
+impl NetworkKind {
+    /// The numbers in an image's look ([`Network::forward_with_look`]); `None` for ResNet-18,
+    /// which has none.
+    pub fn look_size(self) -> Option<usize> {
+        match self {
+            NetworkKind::SmallCnn => Some(SmallCnn::look_size(CHANNELS)),
+            NetworkKind::SmallCnnWide => Some(SmallCnn::look_size(WIDE_CHANNELS)),
+            NetworkKind::ResNet18 => None,
+        }
+    }
+}
+
 /// A network of either kind. Its tensors are saved under the kind's own names (without the
 /// variant's), see `saved.rs`.
 // ResNet-18's 1 KB of handles beside SmallCnn's 0.3 KB: moved once a step at most, so not
@@ -135,6 +147,18 @@ impl Network {
         match self {
             Network::SmallCnn(net) | Network::SmallCnnWide(net) => net.forward(images),
             Network::ResNet18(net) => net.forward(images),
+        }
+    }
+
+    /// Logits, and for a SmallCnn each image's look ([`SmallCnn::forward_with_look`]) from the
+    /// same pass; ResNet-18 has none.
+    pub fn forward_with_look(&self, images: Tensor<4>) -> (Tensor<2>, Option<Tensor<2>>) {
+        match self {
+            Network::SmallCnn(net) | Network::SmallCnnWide(net) => {
+                let (logits, look) = net.forward_with_look(images);
+                (logits, Some(look))
+            }
+            Network::ResNet18(net) => (net.forward(images), None),
         }
     }
 

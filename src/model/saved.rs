@@ -18,7 +18,8 @@ use burn::store::{
 use burn::tensor::{DType, Device};
 use serde::{Deserialize, Serialize};
 
-use super::{IMAGE_SIZES, Network, NetworkKind, check_description};
+use super::typical::Typical;
+use super::{IMAGE_SIZES, LOOK_BLOCK, Network, NetworkKind, check_description};
 use crate::data::Normalization;
 use crate::device::BackendKind;
 use crate::fs::{Checksum, is_plain_name, read_checked, read_description, write_atomically};
@@ -64,6 +65,10 @@ pub struct ModelInfo {
     /// calibrated them (which then answer with temperature 1).
     #[serde(default)]
     pub calibration: Option<Calibration>,
+    /// What its validation photos look like inside it, to call a photo unlike all of them
+    /// unusual; absent for ResNet-18 and in models saved before catdog fitted it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub typical: Option<Typical>,
 }
 
 /// Temperature scaling fitted on a run's validation photos: the one temperature that gives
@@ -115,6 +120,23 @@ pub struct TrainedOn {
 
 fn legacy_weights_file() -> String {
     LEGACY_WEIGHTS_FILE.to_string()
+}
+
+/// Replaces the description `catdog.json` in `dir` with `info`, the same model's with other
+/// figures (its weights file, size and checksum must stay those of the weights there).
+pub fn save_info(dir: &Path, info: &ModelInfo) -> Result<()> {
+    let path = dir.join(INFO_FILE);
+    let now = parse_info(&read_description(&path)?, &path)?;
+    ensure!(
+        (&now.weights_file, now.weights_bytes, now.weights_crc32)
+            == (&info.weights_file, info.weights_bytes, info.weights_crc32)
+            && now.architecture == info.architecture,
+        "{} describes other weights now; not replaced",
+        path.display()
+    );
+    let mut json = serde_json::to_vec_pretty(info)?;
+    json.push(b'\n');
+    write_atomically(&path, &json)
 }
 
 /// Writes `model` and `info` into `dir` (created if needed), replacing the model there in
@@ -323,6 +345,11 @@ fn parse_info(text: &str, path: &Path) -> Result<ModelInfo> {
         TEMPERATURES.start(),
         TEMPERATURES.end()
     );
+    if let Some(typical) = &info.typical {
+        typical
+            .check(LOOK_BLOCK, network.look_size())
+            .with_context(|| format!("{} does not fit its network", path.display()))?;
+    }
     Ok(info)
 }
 
@@ -355,6 +382,7 @@ mod tests {
             weights_crc32: 0,
             trained_on: None,
             calibration: None,
+            typical: None,
         }
     }
 

@@ -90,6 +90,16 @@ fn calibration_text(evaluation: &Evaluation) -> String {
             not_sure.sure_accuracy * 100.0
         ));
     }
+    if let Some(unusual) = &evaluation.unusual {
+        let share = unusual.photos as f64 / evaluation.photos.max(1) as f64;
+        out.push_str(&format!(
+            "\nunlike the photos it learned from (\"not sure\" too, whatever the probability): {} \
+             photos ({:.1} %), {:.1} % of them right",
+            format_count(unusual.photos as u64),
+            share * 100.0,
+            unusual.accuracy * 100.0,
+        ));
+    }
     out
 }
 

@@ -13,17 +13,21 @@ pub fn prediction_line(prediction: &Prediction, path_width: usize) -> String {
     format!("{path:<path_width$}  {}", answer_words(prediction))
 }
 
-/// `dog  0.93`, or `not sure (cat 0.58)` below the threshold: what `predict` says of a photo.
+/// `dog  0.93`, or `not sure (cat 0.58)` below the threshold, or `not sure (dog 0.97; unlike
+/// the photos it learned from)` for an unusual photo: what `predict` says of a photo.
 pub fn answer_words(prediction: &Prediction) -> String {
     let (label, probability) = (&prediction.label, prediction.probability);
-    match prediction.sure {
-        true => format!("{label}  {probability:.2}"),
-        false => format!("not sure ({label} {probability:.2})"),
+    match (prediction.sure, prediction.unusual) {
+        (true, _) => format!("{label}  {probability:.2}"),
+        (false, false) => format!("not sure ({label} {probability:.2})"),
+        (false, true) => {
+            format!("not sure ({label} {probability:.2}; unlike the photos it learned from)")
+        }
     }
 }
 
 /// `{"path": …, "answer": "dog" or "not sure", "label": …, "probability": …, "sure": …,
-/// "probabilities": {"cat": …, "dog": …}, "model": …}`, the model as [`super::model_name`]
+/// "unusual": …, "probabilities": {"cat": …, "dog": …}, "model": …}`, the model as [`super::model_name`]
 /// gives it; `label` is the most probable class, sure or not.
 pub fn prediction_json(prediction: &Prediction, model: &ModelChoice) -> Value {
     let probabilities: serde_json::Map<String, Value> = prediction
@@ -37,6 +41,7 @@ pub fn prediction_json(prediction: &Prediction, model: &ModelChoice) -> Value {
         "label": prediction.label,
         "probability": prediction.probability,
         "sure": prediction.sure,
+        "unusual": prediction.unusual,
         "probabilities": probabilities,
         "model": super::model_name(model),
     })

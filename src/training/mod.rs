@@ -26,7 +26,7 @@ use burn::module::Module;
 
 use crate::data::{DataSpec, Normalization, PreparedData, Skipped, prepare};
 use crate::device::Backend;
-use crate::inference::calibrate;
+use crate::inference::{calibrate, fit_typical};
 use crate::model::{
     self, ARCHITECTURE_VERSION, Calibration, ModelInfo, Network, NetworkKind, TrainedOn,
 };
@@ -275,6 +275,13 @@ fn save_model(
         &backend.device,
         options.settings.batch_size,
     )?;
+    let typical = fit_typical(
+        model,
+        &data.val,
+        normalization,
+        &backend.device,
+        options.settings.batch_size,
+    )?;
     let info = ModelInfo {
         format_version: model::FORMAT_VERSION,
         catdog_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -299,6 +306,7 @@ fn save_model(
             seed: options.settings.seed,
         }),
         calibration,
+        typical,
     };
     model::save(&options.out, model, &info)?;
     let curves = options.out.join(CURVES_FILE);
