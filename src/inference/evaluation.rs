@@ -88,12 +88,13 @@ pub struct NotSure {
 }
 
 impl NotSure {
-    /// From each answer's probability and whether it was right.
-    pub fn of(answers: &[(f64, bool)], threshold: f32) -> NotSure {
+    /// From each answer's probability, whether it was right, and whether its photo was unusual
+    /// (which `predict` calls "not sure" whatever the probability).
+    pub fn of(answers: &[(f64, bool, bool)], threshold: f32) -> NotSure {
         let (unsure, sure): (Vec<_>, Vec<_>) = answers
             .iter()
-            .partition(|(probability, _)| *probability < f64::from(threshold));
-        let right = |answers: &[&(f64, bool)]| answers.iter().filter(|a| a.1).count();
+            .partition(|(probability, _, unusual)| *probability < f64::from(threshold) || *unusual);
+        let right = |answers: &[&(f64, bool, bool)]| answers.iter().filter(|a| a.1).count();
         NotSure {
             threshold,
             photos: unsure.len(),
@@ -145,8 +146,8 @@ pub struct Evaluation {
     pub reliability: Reliability,
     /// Wrong answers given with a probability of [`SURE`] or more.
     pub wrong_and_sure: usize,
-    /// The answers `predict` calls "not sure" (probability below `threshold`), and how
-    /// often those and the others were right.
+    /// The answers `predict` calls "not sure" (probability below `threshold`, or an unusual
+    /// photo), and how often those and the others were right.
     pub not_sure: NotSure,
     /// The photos that look unlike those the model learned from (which `predict` calls "not
     /// sure" too), and how often it was right on them; `None` for a model without that record.
@@ -194,7 +195,7 @@ pub fn evaluate_folder(
         let (predicted, probability) = most_probable(&probabilities);
         let label = images.labels()[i];
         confusion_matrix[label][predicted] += 1;
-        answers.push((f64::from(probability), predicted == label));
+        answers.push((f64::from(probability), predicted == label, is_unusual));
         if is_unusual {
             unusual += 1;
             unusual_right += usize::from(predicted == label);
@@ -238,7 +239,7 @@ pub fn evaluate_folder(
         per_class,
         most_confidently_wrong: mistakes,
         temperature: predictor.info().calibration.map(|c| c.temperature),
-        reliability: Reliability::of(&answers),
+        reliability: Reliability::of(&answers.iter().map(|a| (a.0, a.1)).collect::<Vec<_>>()),
         wrong_and_sure,
         not_sure: NotSure::of(&answers, not_sure_below),
         unusual: predictor.info().typical.as_ref().map(|_| Unusual {

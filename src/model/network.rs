@@ -194,7 +194,8 @@ fn channel_statistics(x: Tensor<4>) -> Tensor<2> {
     let [batch, channels, height, width] = x.dims();
     let flat = x.reshape([batch, channels, height * width]);
     let mean = flat.clone().mean_dim(2);
-    let variance = (flat.powi_scalar(2).mean_dim(2) - mean.clone().powi_scalar(2)).clamp_min(0.0);
+    // Centred first: E[x²] − E[x]² cancels badly in half precision.
+    let variance = (flat - mean.clone()).powi_scalar(2).mean_dim(2);
     Tensor::cat(vec![mean, variance.sqrt()], 1).reshape([batch, 2 * channels])
 }
 

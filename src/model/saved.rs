@@ -126,6 +126,7 @@ fn legacy_weights_file() -> String {
 /// figures (its weights file, size and checksum must stay those of the weights there).
 pub fn save_info(dir: &Path, info: &ModelInfo) -> Result<()> {
     let path = dir.join(INFO_FILE);
+    check_typical(info, &path)?;
     let now = parse_info(&read_description(&path)?, &path)?;
     ensure!(
         (&now.weights_file, now.weights_bytes, now.weights_crc32)
@@ -170,6 +171,7 @@ pub fn save(dir: &Path, model: &Network, info: &ModelInfo) -> Result<()> {
         .get_bytes()
         .map_err(|err| anyhow::anyhow!("cannot serialise the weights: {err}"))?;
     let checksum = Checksum::of(&weights);
+    check_typical(info, &dir.join(INFO_FILE))?;
     let info = ModelInfo {
         weights_file: format!("model-{:08x}.safetensors", checksum.crc32),
         weights_bytes: checksum.bytes,
@@ -345,12 +347,18 @@ fn parse_info(text: &str, path: &Path) -> Result<ModelInfo> {
         TEMPERATURES.start(),
         TEMPERATURES.end()
     );
+    check_typical(&info, path)?;
+    Ok(info)
+}
+
+/// Refuses a `typical` in `info` (described by `path`) that its network cannot use.
+fn check_typical(info: &ModelInfo, path: &Path) -> Result<()> {
     if let Some(typical) = &info.typical {
         typical
-            .check(LOOK_BLOCK, network.look_size())
+            .check(LOOK_BLOCK, info.network().look_size())
             .with_context(|| format!("{} does not fit its network", path.display()))?;
     }
-    Ok(info)
+    Ok(())
 }
 
 #[cfg(test)]

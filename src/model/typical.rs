@@ -35,14 +35,16 @@ pub struct Typical {
     pub spread: Vec<f32>,
     /// Photos further than this ([`Typical::distance`]) are unusual.
     pub limit: f64,
-    /// The photos it was fitted on, and the share of them beyond `limit`.
+    /// The photos it was fitted on, and the share of them beyond `limit` (ties aside):
+    /// [`UNUSUAL_SHARE`], rounded down to whole photos.
     pub photos: usize,
     pub share: f64,
 }
 
 impl Typical {
     /// Fits the looks of `block`'s output of photos like those a model learned from; `None`
-    /// for fewer than [`FIT_PHOTOS_AT_LEAST`] or looks that are not all numbers of one size.
+    /// for fewer than [`FIT_PHOTOS_AT_LEAST`], looks that are not all numbers of one size, or
+    /// looks all alike (a network whose block outputs nothing), which leave no limit.
     pub fn fit(block: usize, looks: &[Vec<f32>]) -> Option<Typical> {
         let size = looks.first()?.len();
         if looks.len() < FIT_PHOTOS_AT_LEAST
@@ -73,13 +75,14 @@ impl Typical {
             spread: spread.iter().map(|&s| s as f32).collect(),
             limit: 0.0,
             photos: looks.len(),
-            share: UNUSUAL_SHARE,
+            share: 0.0,
         };
         let mut distances: Vec<f64> = looks.iter().map(|l| typical.distance(l)).collect();
         distances.sort_by(f64::total_cmp);
         let beyond = (UNUSUAL_SHARE * n).floor() as usize;
         typical.limit = distances[looks.len() - 1 - beyond];
-        Some(typical)
+        typical.share = beyond as f64 / n;
+        (typical.limit.is_finite() && typical.limit > 0.0).then_some(typical)
     }
 
     /// How far `look` lies from the fitting photos': the mean over its numbers of the squared
@@ -165,6 +168,10 @@ mod tests {
         let mut nan = looks(50);
         nan[3][0] = f32::NAN;
         assert!(Typical::fit(2, &nan).is_none());
+        // All alike: every distance 0, so no limit a photo could stay within.
+        assert!(Typical::fit(2, &vec![vec![0.0; 3]; 50]).is_none());
+        assert_eq!(Typical::fit(2, &looks(50)).unwrap().share, 0.02);
+        assert_eq!(Typical::fit(2, &looks(49)).unwrap().share, 0.0);
     }
 
     #[test]

@@ -78,11 +78,16 @@ fn calibration_text(evaluation: &Evaluation) -> String {
         format_count(evaluation.photos as u64),
     );
     let not_sure = &evaluation.not_sure;
-    if not_sure.threshold > 0.0 {
+    let unusual = evaluation.unusual;
+    if not_sure.threshold > 0.0 || unusual.is_some() {
         let share = not_sure.photos as f64 / evaluation.photos.max(1) as f64;
+        let or_unusual = match unusual {
+            Some(_) => " or unlike the photos it learned from",
+            None => "",
+        };
         out.push_str(&format!(
-            "\n\"not sure\" (below {:.2}): {} photos ({:.1} %), {:.1} % of them right; the \
-             other answers {:.1} % right",
+            "\n\"not sure\" (below {:.2}{or_unusual}): {} photos ({:.1} %), {:.1} % of them \
+             right; the other answers {:.1} % right",
             not_sure.threshold,
             format_count(not_sure.photos as u64),
             share * 100.0,
@@ -90,11 +95,10 @@ fn calibration_text(evaluation: &Evaluation) -> String {
             not_sure.sure_accuracy * 100.0
         ));
     }
-    if let Some(unusual) = &evaluation.unusual {
+    if let Some(unusual) = unusual {
         let share = unusual.photos as f64 / evaluation.photos.max(1) as f64;
         out.push_str(&format!(
-            "\nunlike the photos it learned from (\"not sure\" too, whatever the probability): {} \
-             photos ({:.1} %), {:.1} % of them right",
+            "\nunlike the photos it learned from: {} photos ({:.1} %), {:.1} % of them right",
             format_count(unusual.photos as u64),
             share * 100.0,
             unusual.accuracy * 100.0,
