@@ -926,6 +926,48 @@ fn eval_counts_what_predict_says_and_lists_the_mistakes() {
     );
 }
 
+/// `predict` averages each photo's answer with its mirror image's unless told `--no-flip`:
+/// the default is the mean of the unflipped answers for the photo and for its mirror image
+/// (made here), and `--flip` asks for what is already done.
+#[test]
+fn predict_averages_with_the_mirror_image_by_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let photo = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/cat.jpg");
+    let mirror = dir.path().join("mirror.png");
+    image::open(&photo).unwrap().fliph().save(&mirror).unwrap();
+    let cat = |photo: &Path, extra: &[&str]| -> f64 {
+        let mut args = vec![
+            "predict",
+            "--model",
+            "builtin",
+            "--backend",
+            "flex",
+            "--json",
+        ];
+        args.extend(extra);
+        args.push(path(photo));
+        let output = catdog(&args);
+        assert_success(&output);
+        let answer: Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+        answer["probabilities"]["cat"].as_f64().unwrap()
+    };
+    let (default, flip) = (cat(&photo, &[]), cat(&photo, &["--flip"]));
+    let (plain, mirrored) = (cat(&photo, &["--no-flip"]), cat(&mirror, &["--no-flip"]));
+    assert_eq!(default, flip);
+    assert!(
+        (plain - mirrored).abs() > 1e-3,
+        "{plain} {mirrored}: no test of the mean"
+    );
+    assert!(
+        (default - (plain + mirrored) / 2.0).abs() < 2e-3,
+        "{default} is not the mean of {plain} and {mirrored}"
+    );
+    assert_fails_with(
+        &catdog(&["predict", "--flip", "--no-flip", path(&photo)]),
+        "cannot be used with",
+    );
+}
+
 /// A black picture (64 px), unlike any photo of a cat or a dog, or any of `synth`'s.
 fn black_picture(file: &Path) {
     image::RgbImage::new(64, 64).save(file).unwrap();
@@ -990,9 +1032,28 @@ fn a_picture_unlike_the_training_photos_is_not_sure() {
         held_out["unusual"]["photos"].as_u64().unwrap() <= 1,
         "{held_out}"
     );
+    // eval's "not sure" is what predict says: a low probability or an unusual photo.
+    let output = catdog(&[
+        "predict",
+        "--model",
+        path(&model),
+        "--backend",
+        "flex",
+        "--json",
+        path(&data),
+    ]);
+    let unsure = stdout(&output)
+        .lines()
+        .filter(|line| serde_json::from_str::<Value>(line).unwrap()["sure"] == false)
+        .count();
+    let output = eval(&model, &data, &["--json"]);
+    let all: Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+    assert_eq!(all["not_sure"]["photos"], unsure, "{all}");
+    assert!(all["unusual"]["photos"].as_u64().unwrap() > 0, "{all}");
     let output = eval(&model, &data, &[]);
     assert!(
-        stdout(&output).contains("\nunlike the photos it learned from (\"not sure\" too"),
+        stdout(&output).contains(" or unlike the photos it learned from): ")
+            && stdout(&output).contains("\nunlike the photos it learned from: "),
         "{}",
         stdout(&output)
     );

@@ -23,7 +23,7 @@ use crate::training::TrainOptions;
     catdog eval --model models/big --data photos/test --worst 20 --json\n  \
     catdog eval --data photos/test --mistakes mistakes.png\n  \
     catdog eval --data photos/test --calibration calibration.svg\n  \
-    catdog eval --data photos --held-out --flip   # the photos `train --data photos` held out")]
+    catdog eval --data photos --held-out --no-flip   # the photos `train --data photos` held out")]
 pub struct EvalArgs {
     /// Labelled photos: one sub-folder per class, or Kaggle's `cat.123.jpg` names.
     #[arg(short, long, value_name = "DIR")]
@@ -54,8 +54,11 @@ pub struct EvalArgs {
           help = with_default("The --seed the model was trained with, for a model saved before \
                                catdog recorded it", defaults().settings.seed))]
     pub seed: Option<u64>,
-    /// Average each photo's prediction with its mirror image's (twice the work).
-    #[arg(long)]
+    #[arg(long, help = super::NO_FLIP_HELP)]
+    pub no_flip: bool,
+    /// Hidden: averaging with the mirror image became the default; scripts that asked for it
+    /// with `--flip` still work.
+    #[arg(long, hide = true, conflicts_with = "no_flip")]
     pub flip: bool,
     /// Draw the reliability diagram (SVG or PNG): per band of probability, how many answers
     /// were right.
@@ -90,7 +93,7 @@ pub(super) fn run(args: EvalArgs) -> Result<ExitCode> {
     if args.fit_unusual && model == ModelChoice::Builtin {
         bail!("--fit-unusual saves into the model's folder: give --model DIR");
     }
-    let mut predictor = Predictor::load(&model, &backend)?.with_flip(args.flip);
+    let mut predictor = Predictor::load(&model, &backend)?.with_flip(!args.no_flip);
     let subset = if args.held_out {
         let fallback = (defaults().val_split, defaults().settings.seed);
         held_out_photos(predictor.info(), args.val_split, args.seed, fallback)?
@@ -99,7 +102,7 @@ pub(super) fn run(args: EvalArgs) -> Result<ExitCode> {
     };
     if let (true, ModelChoice::Folder(dir)) = (args.fit_unusual, &model) {
         fit_unusual(&predictor, &args.data, subset, dir)?;
-        predictor = Predictor::load(&model, &backend)?.with_flip(args.flip);
+        predictor = Predictor::load(&model, &backend)?.with_flip(!args.no_flip);
     }
     let not_sure_below = args.not_sure_below.unwrap_or(NOT_SURE_BELOW);
     let evaluation = evaluate_folder(&predictor, &args.data, subset, args.worst, not_sure_below)?;
@@ -132,12 +135,18 @@ pub(super) fn run(args: EvalArgs) -> Result<ExitCode> {
 /// `--fit-unusual`: fits [`crate::model::Typical`] on the `subset` of `data` and saves it in
 /// the model folder `dir`.
 fn fit_unusual(predictor: &Predictor, data: &Path, subset: Photos, dir: &Path) -> Result<()> {
+    let network = predictor.info().network();
+    if network.look_size().is_none() {
+        bail!(
+            "--fit-unusual: a {} has no look to fit (only SmallCnn models have one)",
+            network.title()
+        );
+    }
     let Some(typical) = fit_typical_on(predictor, data, subset)? else {
         bail!(
-            "cannot fit which photos are unusual for the model in {}: a {} has no look to fit, \
-             or fewer than {FIT_PHOTOS_AT_LEAST} photos decoded",
-            dir.display(),
-            predictor.info().network().title()
+            "cannot fit which photos are unusual for the model in {}: fewer than \
+             {FIT_PHOTOS_AT_LEAST} photos decoded, or all look alike inside it",
+            dir.display()
         );
     };
     let photos = typical.photos;

@@ -124,8 +124,11 @@ const MODEL_HELP: &str = "Model folder written by `catdog train`, or `builtin` f
     model, builtin otherwise]";
 
 /// `--not-sure-below`'s help, for predict and eval.
+const NO_FLIP_HELP: &str = "Answer from the photo alone. Without it, each photo's answer is the \
+    mean of the photo's and its mirror image's: twice the work, for about half a point of accuracy";
+
 const NOT_SURE_HELP: &str = "Call an answer \"not sure\" when its probability is below P \
-    (0 to 1; 0 never does)";
+    (0 to 1; at 0 only a photo unlike those the model learned from is)";
 
 /// A probability from 0 to 1, for clap.
 fn probability(text: &str) -> std::result::Result<f32, String> {

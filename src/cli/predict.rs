@@ -30,8 +30,11 @@ pub struct PredictArgs {
     /// The float type the GPU computes in.
     #[arg(long, value_enum, default_value_t = Precision::F32)]
     pub precision: Precision,
-    /// Average each photo's prediction with its mirror image's (twice the work).
-    #[arg(long)]
+    #[arg(long, help = super::NO_FLIP_HELP)]
+    pub no_flip: bool,
+    /// Hidden: averaging with the mirror image became the default; scripts that asked for it
+    /// with `--flip` still work.
+    #[arg(long, hide = true, conflicts_with = "no_flip")]
     pub flip: bool,
     #[arg(long, value_name = "P", value_parser = super::probability,
           help = super::with_default(super::NOT_SURE_HELP, NOT_SURE_BELOW))]
@@ -57,7 +60,7 @@ pub(super) fn run(args: PredictArgs) -> Result<ExitCode> {
     let backend = super::open_backend(args.backend, args.precision, false)?;
     let model = super::model_choice(args.model);
     let predictor = Predictor::load(&model, &backend)?
-        .with_flip(args.flip)
+        .with_flip(!args.no_flip)
         .with_not_sure_below(args.not_sure_below.unwrap_or(NOT_SURE_BELOW));
     eprintln!("{}", output::model_line(&predictor));
     if let Some(note) = output::generated_model_note(&predictor) {

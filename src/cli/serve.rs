@@ -41,6 +41,8 @@ pub struct ServeArgs {
     #[arg(long, value_name = "P", value_parser = probability, default_value_t = NOT_SURE_BELOW,
           help = NOT_SURE_HELP)]
     pub not_sure_below: f32,
+    #[arg(long, help = super::NO_FLIP_HELP)]
+    pub no_flip: bool,
 }
 
 pub(super) fn run(args: ServeArgs) -> Result<ExitCode> {
@@ -59,6 +61,7 @@ pub(super) fn run(args: ServeArgs) -> Result<ExitCode> {
         model: model_choice(args.model),
         backend,
         not_sure_below: args.not_sure_below,
+        flip: !args.no_flip,
         bench_history: default_bench_history(),
     })?;
     install_interrupt_handlers_saying(STOPPING)?;

@@ -40,6 +40,8 @@ pub struct ServeOptions {
     /// The backend predictions run on, opened.
     pub backend: Backend,
     pub not_sure_below: f32,
+    /// Average each photo's answer with its mirror image's, as `predict` does by default.
+    pub flip: bool,
     /// Where finished benches are kept as JSON; `None` keeps them in memory only.
     pub bench_history: Option<PathBuf>,
 }
@@ -98,7 +100,8 @@ impl Server {
     /// Loads the model and starts listening.
     pub fn start(options: ServeOptions) -> Result<Server> {
         let predictor = Predictor::load(&options.model, &options.backend)?
-            .with_not_sure_below(options.not_sure_below);
+            .with_not_sure_below(options.not_sure_below)
+            .with_flip(options.flip);
         let wanted = SocketAddr::new(options.host, options.port);
         let http = tiny_http::Server::http(wanted).map_err(|err| {
             anyhow!(
@@ -197,6 +200,7 @@ fn model_json(predictor: &Predictor, device: &str) -> Value {
         }),
         "temperature": info.temperature(),
         "not_sure_below": predictor.not_sure_below(),
+        "flip": predictor.flip(),
         "predicting_on": device,
     })
 }
