@@ -56,7 +56,8 @@ def print_table(rows):
 def compare_photos(args):
     """catdog eval and predict against bench/pytorch_photos.py on the photos of args.photos."""
     catdog = [args.catdog]
-    model = ["--model", "builtin", "--backend", "cpu"]
+    # One pass a photo, as PyTorch's: catdog averages in the mirror image unless told not to.
+    model = ["--model", "builtin", "--backend", "cpu", "--no-flip"]
     threads = str(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count())
     rounds = []
     for number in range(1, args.rounds + 1):

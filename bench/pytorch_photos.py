@@ -11,7 +11,7 @@ way catdog times itself, over every photo in DIR, --batch-size photos at a time:
   figure), the way a PyTorch user writes it: a DataLoader whose --workers processes open,
   convert to RGB and resize each photo with Pillow (bilinear), then normalise and infer.
 It also prints the accuracy on the photos whose class it can tell (a sub-folder named after a
-class, or Kaggle's `cat.123.jpg` names), which should agree with `catdog eval`'s on the same
+class, or Kaggle's `cat.123.jpg` names), which should agree with `catdog eval --no-flip`'s on the same
 weights to a photo or two (the two resize differently). glibc's allocator gets catdog's
 settings, as in bench/pytorch_reference.py.
 

@@ -95,7 +95,7 @@ def main():
         logits = model(images).double()
     probabilities = torch.softmax(logits / temperature, dim=1)
 
-    command = [args.catdog, "predict", "--model", args.model, "--backend", "flex", "--json",
+    command = [args.catdog, "predict", "--model", args.model, "--backend", "flex", "--no-flip", "--json",
                "--not-sure-below", "0"] + paths
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
