@@ -123,10 +123,11 @@ const MODEL_HELP: &str = "Model folder written by `catdog train`, or `builtin` f
     built into catdog (trained on Kaggle photos) [default: models/catdog where it holds a \
     model, builtin otherwise]";
 
-/// `--not-sure-below`'s help, for predict and eval.
+/// `--no-flip`'s help, for predict, eval and serve.
 const NO_FLIP_HELP: &str = "Answer from the photo alone. Without it, each photo's answer is the \
     mean of the photo's and its mirror image's: twice the work, for about half a point of accuracy";
 
+/// `--not-sure-below`'s help, for predict and eval.
 const NOT_SURE_HELP: &str = "Call an answer \"not sure\" when its probability is below P \
     (0 to 1; at 0 only a photo unlike those the model learned from is)";
 

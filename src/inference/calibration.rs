@@ -41,10 +41,13 @@ pub fn calibrate(
         Readout::PLAIN,
         Batch::Chosen(batch_size),
     )?;
-    let labels = set.labels();
-    let Some(fitted) = fit_temperature(&rows, labels) else {
-        return Ok(None);
-    };
+    Ok(calibration_of(&rows, set.labels()))
+}
+
+/// The temperature fitted to log-probability `rows` of photos labelled `labels`, and the
+/// calibration error before and after; `None` where [`fit_temperature`] finds none.
+pub(crate) fn calibration_of(rows: &[Vec<f64>], labels: &[usize]) -> Option<Calibration> {
+    let fitted = fit_temperature(rows, labels)?;
     // Never sharper than the network itself: a temperature below 1 fitted on validation
     // photos like the training ones made a model surer on photos unlike them, and wrong
     // more often at 0.95 or more (docs/accuracy.md, 2026-12-03: 10 such answers of 2,002
@@ -54,13 +57,13 @@ pub fn calibrate(
         let scaled: Vec<Vec<f64>> = rows.iter().map(|r| scale(r, temperature)).collect();
         Reliability::of_log_probabilities(&scaled, labels).error
     };
-    Ok(Some(Calibration {
+    Some(Calibration {
         temperature,
         fitted,
-        photos: set.len(),
+        photos: rows.len(),
         error_before: error_at(1.0),
         error_after: error_at(temperature),
-    }))
+    })
 }
 
 /// The temperature `T` that minimises the mean negative log-likelihood of `labels` under

@@ -124,6 +124,18 @@ pub struct Unusual {
     pub accuracy: f64,
 }
 
+impl Unusual {
+    /// From each answer's probability, whether it was right, and whether it was unusual.
+    pub fn of(answers: &[(f64, bool, bool)]) -> Unusual {
+        let unusual: Vec<_> = answers.iter().filter(|a| a.2).collect();
+        let right = unusual.iter().filter(|a| a.1).count();
+        Unusual {
+            photos: unusual.len(),
+            accuracy: ratio(right, unusual.len()),
+        }
+    }
+}
+
 /// Everything `catdog eval --json` prints.
 #[derive(Clone, Debug, Serialize)]
 pub struct Evaluation {
@@ -183,23 +195,17 @@ pub fn evaluate_folder(
     let images = &photos.images;
 
     let mut confusion_matrix = vec![vec![0; classes.len()]; classes.len()];
-
     let mut mistakes = Vec::new();
     let mut answers = Vec::with_capacity(chosen.len());
     let pixels: Vec<&[u8]> = chosen.iter().map(|&(i, _)| images.image(i)).collect();
     let started = Instant::now();
     let all_answers = predictor.answers(&pixels)?;
     let infer_images_per_sec = chosen.len() as f64 / started.elapsed().as_secs_f64();
-    let (mut unusual, mut unusual_right) = (0, 0);
     for (&(i, path), (probabilities, is_unusual)) in chosen.iter().zip(all_answers) {
         let (predicted, probability) = most_probable(&probabilities);
         let label = images.labels()[i];
         confusion_matrix[label][predicted] += 1;
         answers.push((f64::from(probability), predicted == label, is_unusual));
-        if is_unusual {
-            unusual += 1;
-            unusual_right += usize::from(predicted == label);
-        }
         if predicted != label {
             mistakes.push(Mistake {
                 path: path.to_string_lossy().into_owned(),
@@ -242,10 +248,11 @@ pub fn evaluate_folder(
         reliability: Reliability::of(&answers.iter().map(|a| (a.0, a.1)).collect::<Vec<_>>()),
         wrong_and_sure,
         not_sure: NotSure::of(&answers, not_sure_below),
-        unusual: predictor.info().typical.as_ref().map(|_| Unusual {
-            photos: unusual,
-            accuracy: ratio(unusual_right, unusual),
-        }),
+        unusual: predictor
+            .info()
+            .typical
+            .as_ref()
+            .map(|_| Unusual::of(&answers)),
         infer_images_per_sec,
         skipped_photos: photos.skipped.len(),
         skipped: photos.skipped,

@@ -20,7 +20,7 @@ use crate::model::Network;
 pub use calibration::{BINS, Bin, NOT_SURE_BELOW, Reliability, calibrate, fit_temperature, scale};
 pub use evaluation::evaluate;
 pub use predict::{Answer, Prediction, Predictor};
-pub use typical_look::fit_typical;
+pub use typical_look::calibrate_and_fit_typical;
 
 pub(crate) use contact_sheet::{
     check_path as check_contact_sheet_path, write as write_contact_sheet,

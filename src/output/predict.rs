@@ -27,8 +27,8 @@ pub fn answer_words(prediction: &Prediction) -> String {
 }
 
 /// `{"path": …, "answer": "dog" or "not sure", "label": …, "probability": …, "sure": …,
-/// "unusual": …, "probabilities": {"cat": …, "dog": …}, "model": …}`, the model as [`super::model_name`]
-/// gives it; `label` is the most probable class, sure or not.
+/// "unusual": …, "probabilities": {"cat": …, "dog": …}, "model": …}`, the model as
+/// [`super::model_name`] gives it; `label` is the most probable class, sure or not.
 pub fn prediction_json(prediction: &Prediction, model: &ModelChoice) -> Value {
     let probabilities: serde_json::Map<String, Value> = prediction
         .probabilities

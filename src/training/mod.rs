@@ -26,7 +26,7 @@ use burn::module::Module;
 
 use crate::data::{DataSpec, Normalization, PreparedData, Skipped, prepare};
 use crate::device::Backend;
-use crate::inference::{calibrate, fit_typical};
+use crate::inference::calibrate_and_fit_typical;
 use crate::model::{
     self, ARCHITECTURE_VERSION, Calibration, ModelInfo, Network, NetworkKind, TrainedOn,
 };
@@ -256,7 +256,7 @@ fn prepare_data(options: &TrainOptions, progress: &mut dyn TrainProgress) -> Res
 }
 
 /// Writes the kept epoch's network and its description into `options.out`, with the temperature
-/// fitted on the validation photos, and the run's curves beside them (a curve that cannot be
+/// and the typical look fitted on the validation photos (one pass), and the run's curves beside them (a curve that cannot be
 /// drawn costs a note, not the model). Returns that calibration.
 fn save_model(
     options: &TrainOptions,
@@ -268,14 +268,7 @@ fn save_model(
     progress: &mut dyn TrainProgress,
 ) -> Result<Option<Calibration>> {
     let kept = kept_epoch(epochs);
-    let calibration = calibrate(
-        model,
-        &data.val,
-        normalization,
-        &backend.device,
-        options.settings.batch_size,
-    )?;
-    let typical = fit_typical(
+    let (calibration, typical) = calibrate_and_fit_typical(
         model,
         &data.val,
         normalization,
