@@ -28,6 +28,23 @@ fn synth(out: &Path, count: u32, size: u32) {
     ]));
 }
 
+/// `catdog train` of `data` into `model` for one epoch on flex at `size` px, with `extra`
+/// flags; it must succeed.
+fn train_one_epoch(data: &Path, model: &Path, size: &str, extra: &[&str]) {
+    let mut args = vec![
+        "train",
+        "--data",
+        path(data),
+        "--backend",
+        "flex",
+        "--epochs",
+        "1",
+    ];
+    args.extend(["--image-size", size, "--out", path(model)]);
+    args.extend(extra);
+    assert_success(&catdog(&args));
+}
+
 #[test]
 fn synth_then_train_then_predict_with_json() {
     let dir = tempfile::tempdir().unwrap();
@@ -579,19 +596,7 @@ fn predict_reports_a_bad_photo_and_still_predicts_the_others() {
     let data = dir.path().join("data");
     let model = dir.path().join("model");
     synth(&data, 20, 16);
-    assert_success(&catdog(&[
-        "train",
-        "--data",
-        path(&data),
-        "--backend",
-        "flex",
-        "--epochs",
-        "1",
-        "--image-size",
-        "16",
-        "--out",
-        path(&model),
-    ]));
+    train_one_epoch(&data, &model, "16", &[]);
     let bad = dir.path().join("broken.jpg");
     fs::write(&bad, "not a photo").unwrap();
     let good = data.join("dog/00001.png");
@@ -739,21 +744,7 @@ fn eval_counts_what_predict_says_and_lists_the_mistakes() {
     let data = dir.path().join("data");
     let model = dir.path().join("model");
     synth(&data, 60, 32);
-    assert_success(&catdog(&[
-        "train",
-        "--data",
-        path(&data),
-        "--backend",
-        "flex",
-        "--epochs",
-        "1",
-        "--image-size",
-        "32",
-        "--batch-size",
-        "8",
-        "--out",
-        path(&model),
-    ]));
+    train_one_epoch(&data, &model, "32", &["--batch-size", "8"]);
 
     let output = eval(&model, &data, &["--worst", "3", "--json"]);
     assert_success(&output);
@@ -982,21 +973,7 @@ fn a_picture_unlike_the_training_photos_is_not_sure() {
     let dir = tempfile::tempdir().unwrap();
     let (data, model) = (dir.path().join("data"), dir.path().join("model"));
     synth(&data, 240, 16);
-    assert_success(&catdog(&[
-        "train",
-        "--data",
-        path(&data),
-        "--backend",
-        "flex",
-        "--epochs",
-        "1",
-        "--image-size",
-        "16",
-        "--batch-size",
-        "8",
-        "--out",
-        path(&model),
-    ]));
+    train_one_epoch(&data, &model, "16", &["--batch-size", "8"]);
     let info_path = model.join("catdog.json");
     let read_info = || -> Value { serde_json::from_slice(&fs::read(&info_path).unwrap()).unwrap() };
     let info = read_info();
