@@ -7,21 +7,26 @@ use std::time::Instant;
 use anyhow::{Result, bail};
 use clap::Args;
 
-use crate::data::photos_in;
+use crate::data::{SAMPLE_PHOTOS, decode_photo_bytes, photos_in};
 use crate::device::{BackendChoice, Precision};
-use crate::inference::{NOT_SURE_BELOW, Predictor};
+use crate::inference::{NOT_SURE_BELOW, Prediction, Predictor};
 use crate::output;
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
     catdog predict photo.jpg\n  \
+    catdog predict --samples                   # the two sample photos built into catdog\n  \
     catdog predict --model builtin photo.jpg   # the model built into catdog\n  \
     catdog predict --model models/big ~/Pictures/pets\n  \
     catdog predict --json a.jpg b.png")]
 pub struct PredictArgs {
     /// Photos, or folders whose photos (sub-folders included) are all predicted.
-    #[arg(required = true, value_name = "PATH")]
+    #[arg(required_unless_present = "samples", value_name = "PATH")]
     pub paths: Vec<PathBuf>,
+    /// Also predict the two sample photos built into catdog: a cat and a dog (photos by
+    /// Stefan van der Walt, CC0, and Joao Eriberto Mota Filho, CC BY-SA 4.0)
+    #[arg(long)]
+    pub samples: bool,
     #[arg(short, long, value_name = "DIR|builtin", help = super::MODEL_HELP)]
     pub model: Option<PathBuf>,
     /// Where to compute; any backend runs a model trained on any other.
@@ -69,12 +74,18 @@ pub(super) fn run(args: PredictArgs) -> Result<ExitCode> {
     let width = photos
         .iter()
         .map(|p| p.display().to_string().chars().count())
+        .chain(args.samples.then(|| sample_name("cat.jpg").chars().count()))
         .max()
         .unwrap_or(0);
 
     let started = Instant::now();
-    let results = predictor.predict_files(&photos)?;
+    let mut results = Vec::new();
+    if args.samples {
+        results.extend(predict_samples(&predictor)?);
+    }
+    results.extend(predictor.predict_files(&photos)?);
     let seconds = started.elapsed().as_secs_f64();
+    let photos = results.len();
     let mut failures = 0;
     for result in results {
         match result {
@@ -88,15 +99,35 @@ pub(super) fn run(args: PredictArgs) -> Result<ExitCode> {
             }
         }
     }
-    if photos.len() > 1 {
-        eprintln!("{}", output::prediction_speed(photos.len(), seconds));
+    // The speed of the photos answered; a photo that could not be read is not one of them.
+    let predicted = photos - failures;
+    if predicted > 1 {
+        eprintln!("{}", output::prediction_speed(predicted, seconds));
     }
     if failures > 0 {
-        eprintln!(
-            "{failures} of {} photos could not be predicted",
-            photos.len()
-        );
+        eprintln!("{failures} of {photos} photos could not be predicted");
         return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// How a sample photo is named in the answers: `sample cat.jpg`.
+fn sample_name(name: &str) -> String {
+    format!("sample {name}")
+}
+
+/// The answers for the sample photos built into catdog.
+fn predict_samples(predictor: &Predictor) -> Result<Vec<Result<Prediction>>> {
+    let size = predictor.info().image_size;
+    let mut decoded = Vec::new();
+    for (name, bytes) in SAMPLE_PHOTOS {
+        let name = sample_name(name);
+        let pixels = decode_photo_bytes(bytes, size, &name)?;
+        decoded.push((PathBuf::from(name), pixels));
+    }
+    Ok(predictor
+        .predict_decoded(&decoded)?
+        .into_iter()
+        .map(Ok)
+        .collect())
 }

@@ -109,6 +109,11 @@ fn reserve(
 
 /// A photo's whole file, read into memory, decoded to `size × size` RGB pixels.
 fn decode_read(bytes: &[u8], size: u32, name: &str) -> Result<Vec<u8>> {
+    if bytes.is_empty() {
+        bail!(
+            "{name} is empty (0 bytes): there is no picture in it (an interrupted download or copy?)"
+        );
+    }
     if bytes.starts_with(&[0xFF, 0xD8]) && !jpeg_reaches_its_end(bytes) {
         bail!(
             "{name} is cut short: its JPEG data stops before the end-of-image marker (an \
@@ -387,6 +392,20 @@ mod tests {
         std::fs::write(&path, cut).unwrap();
         let err = format!("{:#}", decode_photo(&path, 32).unwrap_err());
         assert!(err.contains("cut.jpg is cut short"), "{err}");
+    }
+
+    #[test]
+    fn an_empty_file_is_called_empty_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("empty.jpg");
+        std::fs::write(&path, b"").unwrap();
+        let err = format!("{:#}", decode_photo(&path, 32).unwrap_err());
+        assert!(err.contains("empty.jpg is empty (0 bytes)"), "{err}");
+        let err = format!(
+            "{:#}",
+            decode_photo_bytes(b"", 32, "upload.png").unwrap_err()
+        );
+        assert!(err.contains("upload.png is empty"), "{err}");
     }
 
     /// A PNG chunk: length, type, data, CRC-32 of type and data.

@@ -14,6 +14,7 @@ mod fingerprint;
 mod images;
 mod prefetch;
 mod prepare;
+mod samples;
 pub mod synth;
 
 pub use batch::Normalization;
@@ -21,6 +22,7 @@ pub use dataset::stratified_split;
 pub use decode::{Skipped, decode_photo, decode_photo_bytes};
 pub use images::ImageSet;
 pub use prepare::DataProgress;
+pub use samples::SAMPLE_PHOTOS;
 
 pub use augment::Augmentation;
 pub(crate) use augment::batch_rng;
