@@ -21,6 +21,7 @@ fn main() -> anyhow::Result<()> {
     let report = match train(&options, &backend, &mut ())? {
         TrainOutcome::Finished(report) => report,
         TrainOutcome::Stopped(stopped) => bail!("{stopped}"),
+        TrainOutcome::NothingLeft(line) => bail!("{line}"),
     };
     println!(
         "trained on {}: {:.0} photos/s, validation accuracy {:.1} %",

@@ -144,6 +144,10 @@ pub(super) fn run(args: TrainArgs) -> Result<ExitCode> {
             eprintln!("{stopped}");
             return Ok(ExitCode::from(stopped.by.exit_code()));
         }
+        TrainOutcome::NothingLeft(line) => {
+            eprintln!("{line}");
+            return Ok(ExitCode::SUCCESS);
+        }
     };
     if args.json {
         println!("{}", output::train_json(&report));
@@ -152,21 +156,29 @@ pub(super) fn run(args: TrainArgs) -> Result<ExitCode> {
         if options.data.is_none() {
             println!(
                 "\nThat was the speed demo on drawn faces. {} {}",
-                which_model_predicts(&options.out),
+                which_model_predicts(&options.out, true),
                 output::REAL_PHOTOS
             );
+        } else {
+            println!("\n{}", which_model_predicts(&options.out, false));
         }
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// After the speed demo saved its model in `out`: which model `catdog predict PHOTO` answers
-/// with now.
-fn which_model_predicts(out: &Path) -> String {
+/// After a run saved its model in `out`: which model `catdog predict PHOTO` answers with now,
+/// and how to ask the built-in one.
+fn which_model_predicts(out: &Path, drawings: bool) -> String {
     match super::model_choice(None) {
         ModelChoice::Folder(dir) if same_folder(&dir, out) => format!(
-            "`catdog predict PHOTO` now answers with it ({}), and it learned drawings.",
-            dir.display()
+            "`catdog predict PHOTO` and `catdog eval` now answer with this model ({}){}; \
+             `--model builtin` asks the built-in one.",
+            dir.display(),
+            if drawings {
+                ", and it learned drawings"
+            } else {
+                ""
+            }
         ),
         ModelChoice::Folder(dir) => format!(
             "`catdog predict PHOTO` still answers with your model in {}.",

@@ -5,8 +5,9 @@ use serde_json::{Value, json};
 use super::duration::{EPOCHS, KAGGLE_PHOTOS, human_duration, training_time};
 use super::lossy;
 use super::verdict::{ARTICLE_CPU, ARTICLE_GPU};
-use crate::chart::format_number;
+use crate::chart::{format_count, format_number};
 use crate::device::Precision;
+use crate::model::Calibration;
 use crate::training::TrainReport;
 
 /// The human summary of a training run.
@@ -51,45 +52,39 @@ pub fn train_summary(report: &TrainReport) -> String {
     };
     let calibration = report
         .calibration
-        .map(|c| {
-            let floor = if c.fitted < c.temperature {
-                format!(
-                    " (the best fit was {:.2}: catdog never makes a model surer than it is)",
-                    c.fitted
-                )
-            } else {
-                String::new()
-            };
-            format!(
-                "\nIts probabilities are calibrated on those {} photos: logits divided by a \
-                 temperature of {:.2}{floor}, calibration error {:.1} % → {:.1} %.",
-                c.photos,
-                c.temperature,
-                c.error_before * 100.0,
-                c.error_after * 100.0
-            )
-        })
+        .map(|c| calibration_sentence(&c))
         .unwrap_or_else(|| match report.val_images {
             0 => String::new(),
-            _ => "\nNo temperature fitted: it answered every validation photo right, so they \
-                  cannot say how sure it should be; it answers at temperature 1."
+            _ => "\nIts probabilities are left as they are: it answered every validation photo \
+                  right, so those photos cannot say how sure it should be."
                 .to_string(),
         });
     let took: f64 = report.epochs.iter().map(|e| e.train_seconds).sum();
-    let waiting = format!(
-        "The {} epochs over these {} photos took {}; at that speed, {EPOCHS} epochs over the {} \
-         photos of the Kaggle set would take {} on this backend (at the article's rates, {} \
-         on a CPU and {} on a GPU).",
-        report.epochs.len(),
-        report.train_images,
-        human_duration(took),
-        format_number(KAGGLE_PHOTOS as f64),
-        training_time(KAGGLE_PHOTOS, EPOCHS, report.images_per_sec()),
-        training_time(KAGGLE_PHOTOS, EPOCHS, ARTICLE_CPU),
-        training_time(KAGGLE_PHOTOS, EPOCHS, ARTICLE_GPU)
-    );
+    let epochs = report.epochs.len();
+    let waiting = if report.train_images * epochs < TOO_FEW_TO_EXTRAPOLATE {
+        format!(
+            "The {} over these {} took {}: too little to tell how long a real job would take \
+             (`catdog bench` measures that).",
+            count(epochs, "epoch", "epochs"),
+            count(report.train_images, "photo", "photos"),
+            human_duration(took),
+        )
+    } else {
+        format!(
+            "The {} over these {} photos took {}; at that speed, {EPOCHS} epochs over the {} \
+             photos of the Kaggle set would take {} on this backend (at the article's rates, {} \
+             on a CPU and {} on a GPU).",
+            count(epochs, "epoch", "epochs"),
+            format_count(report.train_images as u64),
+            human_duration(took),
+            format_number(KAGGLE_PHOTOS as f64),
+            training_time(KAGGLE_PHOTOS, EPOCHS, report.images_per_sec()),
+            training_time(KAGGLE_PHOTOS, EPOCHS, ARTICLE_CPU),
+            training_time(KAGGLE_PHOTOS, EPOCHS, ARTICLE_GPU)
+        )
+    };
     format!(
-        "Trained on {} photos of {} from {}{skipped}, {} epochs, backend {} on {}{}.\n\
+        "Trained on {} photos of {} from {}{skipped}, {}, backend {} on {}{}.\n\
          {decode}Training ran at {speed}.\n\
          {waiting}\n\
          {which}{accuracy}.{calibration}\n\
@@ -97,7 +92,7 @@ pub fn train_summary(report: &TrainReport) -> String {
         report.train_images,
         report.classes.join(" and "),
         report.data,
-        report.epochs.len(),
+        count(epochs, "epoch", "epochs"),
         report.backend.kind,
         report.backend.device_name,
         match report.backend.precision {
@@ -107,6 +102,48 @@ pub fn train_summary(report: &TrainReport) -> String {
         report.model_dir.display(),
         report.model_dir.display(),
     )
+}
+
+/// Photos trained on in all (over every epoch) below which the run's speed says too little to
+/// extrapolate a 25,000-photo job from: ten steps of the default batch.
+const TOO_FEW_TO_EXTRAPOLATE: usize = 320;
+
+/// "1 epoch", "5 epochs".
+fn count(n: usize, one: &str, many: &str) -> String {
+    format!(
+        "{} {}",
+        format_count(n as u64),
+        if n == 1 { one } else { many }
+    )
+}
+
+/// How the run's probabilities were checked on its validation photos, in plain words: softened
+/// where it was surer than right, left alone where it was less sure (catdog never makes a model
+/// surer than it is).
+fn calibration_sentence(c: &Calibration) -> String {
+    let error = |e: f64| format!("{:.1} %", e * 100.0);
+    let photos = count(c.photos, "validation photo", "validation photos");
+    if c.temperature > 1.0 {
+        format!(
+            "\nOn its {photos} it was surer than it was right, so its probabilities are \
+             softened (temperature {:.2}): calibration error {} → {}.",
+            c.temperature,
+            error(c.error_before),
+            error(c.error_after)
+        )
+    } else if c.fitted < c.temperature {
+        format!(
+            "\nOn its {photos} it was less sure than it was right (calibration error {}); \
+             catdog leaves its probabilities as they are rather than make it surer.",
+            error(c.error_before)
+        )
+    } else {
+        format!(
+            "\nOn its {photos} its probabilities matched how often it was right (calibration \
+             error {}).",
+            error(c.error_before)
+        )
+    }
 }
 
 /// The machine-readable report of a training run.
@@ -133,4 +170,45 @@ pub fn train_json(report: &TrainReport) -> Value {
         "decode_images_per_sec": report.decode_images_per_sec,
         "per_epoch": report.epochs,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn calibration(temperature: f64, fitted: f64) -> Calibration {
+        Calibration {
+            temperature,
+            fitted,
+            photos: 200,
+            error_before: 0.157,
+            error_after: 0.021,
+        }
+    }
+
+    #[test]
+    fn the_calibration_sentence_says_what_was_done_in_plain_words() {
+        let softened = calibration_sentence(&calibration(1.35, 1.35));
+        assert!(
+            softened.contains("surer than it was right")
+                && softened.contains("temperature 1.35")
+                && softened.contains("15.7 % → 2.1 %"),
+            "{softened}"
+        );
+        // A best fit below 1 is not applied: no "15.7 % → 15.7 %", no temperature of 1.00.
+        let left = calibration_sentence(&calibration(1.0, 0.34));
+        assert!(
+            left.contains("less sure than it was right (calibration error 15.7 %)")
+                && !left.contains('→')
+                && !left.contains("temperature"),
+            "{left}"
+        );
+        let matched = calibration_sentence(&calibration(1.0, 1.0));
+        assert!(
+            matched.contains("matched how often it was right"),
+            "{matched}"
+        );
+        assert_eq!(count(1, "epoch", "epochs"), "1 epoch");
+        assert_eq!(count(2_000, "photo", "photos"), "2,000 photos");
+    }
 }

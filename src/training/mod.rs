@@ -89,6 +89,8 @@ pub enum TrainOutcome {
     Finished(Box<TrainReport>),
     /// Ctrl-C or SIGTERM stopped the run, with a checkpoint saved.
     Stopped(Stopped),
+    /// `--resume` of a run that is finished and saved: nothing was done; what to say.
+    NothingLeft(String),
 }
 
 /// Training stopped by Ctrl-C or SIGTERM, with a checkpoint saved.
@@ -138,6 +140,9 @@ pub fn train(
         OutFolder::claim(&options.out, room_needed(backend, options.settings.network))?;
     if let Some(line) = took_over {
         progress.note(&line);
+    }
+    if let Some(line) = resume::nothing_left(options)? {
+        return Ok(TrainOutcome::NothingLeft(line));
     }
     let start = resume::starting_point(options, progress)?;
     let data = match prepare_data(options, progress) {

@@ -26,7 +26,10 @@ impl CheckpointState {
     /// "epoch 3 of 5, 12 batches in".
     pub fn describe(&self) -> String {
         if self.history.len() >= self.run.fit.epochs {
-            return format!("all {} epochs done", self.run.fit.epochs);
+            return match self.run.fit.epochs {
+                1 => "its one epoch done".to_string(),
+                n => format!("all {n} epochs done"),
+            };
         }
         if self.finished() {
             return format!("stopped early after epoch {}", self.history.len());
@@ -51,6 +54,29 @@ impl TrainRequest {
         options.check()?;
         Ok(options)
     }
+}
+
+/// With `--resume`, where the run in `options.out` is finished and its model saved there:
+/// the sentence saying there is nothing left to do. (A run that finished but was stopped
+/// before its model was saved resumes, and saves it.)
+pub(crate) fn nothing_left(options: &TrainOptions) -> Result<Option<String>> {
+    if !options.resume {
+        return Ok(None);
+    }
+    let out = &options.out;
+    Ok(checkpoint::read_state(out)?
+        .filter(|state| state.finished() && crate::model::is_model_folder(out))
+        .map(|state| {
+            format!(
+                "the run in {} is already finished ({}), and its model is saved there: \
+                 nothing to resume. `catdog predict --model {} PHOTO` uses it; \
+                 `catdog train --out {}` without --resume starts a new run there",
+                out.display(),
+                state.describe(),
+                out.display(),
+                out.display()
+            )
+        }))
 }
 
 /// The checkpoint a run starts from: with `options.resume` the one in `options.out`;
