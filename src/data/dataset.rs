@@ -67,8 +67,8 @@ pub struct Dataset {
 }
 
 impl Dataset {
-    /// Scans `root` in whichever layout it uses. Needs at least two classes of at least two
-    /// photos each.
+    /// Scans `root` in whichever layout it uses: refused where it holds no photos
+    /// ([`Dataset::check_trainable`] says whether training can use it).
     pub fn scan(root: &Path) -> Result<Dataset> {
         if !root.exists() {
             bail!("data folder {} does not exist", root.display());
@@ -102,6 +102,84 @@ impl Dataset {
             classes,
             samples,
         })
+    }
+
+    /// Refuses a folder that cannot be trained on: fewer than two classes, or a class of one
+    /// photo.
+    pub fn check_trainable(&self) -> Result<()> {
+        let root = self.root.display();
+        let count = |label: usize| self.samples.iter().filter(|s| s.label == label).count();
+        if self.classes.len() < 2 {
+            bail!(
+                "found only one class ('{}') in {root}: training needs photos of at least two \
+                 classes, e.g. {root}/cat/ and {root}/dog/",
+                self.classes[0]
+            );
+        }
+        if let Some(label) = (0..self.classes.len()).find(|&label| count(label) < 2) {
+            let photo = self.samples.iter().find(|s| s.label == label).unwrap();
+            bail!(
+                "class '{}' has only one photo in {root} ({}): training holds some of each \
+                 class back to check itself on, so it needs at least two of each class{}",
+                self.classes[label],
+                photo.path.display(),
+                self.dates_note()
+                    .map(|n| format!(". {n}"))
+                    .unwrap_or_default()
+            );
+        }
+        Ok(())
+    }
+
+    /// Where the classes are sub-folders named like years or dates (`pets/2023/`,
+    /// `pets/2024/`), a sentence saying that these are what catdog takes for the classes.
+    pub fn dates_note(&self) -> Option<String> {
+        if self.layout != Layout::ClassFolders || !self.classes.iter().all(|c| looks_like_a_date(c))
+        {
+            return None;
+        }
+        let root = self.root.display();
+        Some(format!(
+            "The classes are the folders directly in {root}: {}, which look like years or \
+             dates. To tell cats from dogs, put each class's photos in a folder of its own, \
+             e.g. {root}/cat/ and {root}/dog/ (their sub-folders are fine)",
+            self.classes.join(", ")
+        ))
+    }
+
+    /// The same photos under the class names `names`, the model's: a folder class matches a
+    /// name it equals, or its plural (`Cats/` is `cat`, `boxes/` is `box`; case never
+    /// counts). `None` unless every folder class matches one name and every name one class.
+    pub fn matched_to(&self, names: &[String]) -> Option<Dataset> {
+        let names: Vec<String> = names.iter().map(|n| n.to_lowercase()).collect();
+        if names.len() != self.classes.len() {
+            return None;
+        }
+        let matches = |class: &str, name: &str| {
+            class == name
+                || class.strip_suffix('s') == Some(name)
+                || class.strip_suffix("es") == Some(name)
+        };
+        let new_label: Vec<usize> = self
+            .classes
+            .iter()
+            .map(|class| {
+                let exact = names.iter().position(|n| n == class);
+                exact.or_else(|| names.iter().position(|n| matches(class, n)))
+            })
+            .collect::<Option<_>>()?;
+        let mut seen = new_label.clone();
+        seen.sort_unstable();
+        seen.dedup();
+        if seen.len() != names.len() {
+            return None;
+        }
+        let mut matched = self.clone();
+        matched.classes = names;
+        for sample in &mut matched.samples {
+            sample.label = new_label[sample.label];
+        }
+        Some(matched)
     }
 
     /// Splits the samples' indices into (train, validation), holding back `val_fraction` of
@@ -186,7 +264,7 @@ fn classes_in_names(root: &Path, photos: Vec<PathBuf>) -> Result<ByClass> {
     Ok(by_class)
 }
 
-/// Refuses a folder that cannot be trained on: fewer than two classes, or a class of one photo.
+/// Refuses a folder with no photos in either layout.
 fn check_classes(root: &Path, by_class: &ByClass) -> Result<()> {
     if by_class.is_empty() {
         bail!(
@@ -196,25 +274,19 @@ fn check_classes(root: &Path, by_class: &ByClass) -> Result<()> {
             PHOTO_EXTENSIONS.join("/")
         );
     }
-    if by_class.len() < 2 {
-        let only = by_class.keys().next().cloned().unwrap_or_default();
-        bail!(
-            "found only one class ('{only}') in {}: training needs photos of at least two \
-             classes, e.g. {}/cat/ and {}/dog/",
-            root.display(),
-            root.display(),
-            root.display()
-        );
-    }
-    if let Some((class, photos)) = by_class.iter().find(|(_, photos)| photos.len() < 2) {
-        bail!(
-            "class '{class}' has only one photo in {} ({}): training and validation need at \
-             least two of each class",
-            root.display(),
-            photos[0].display()
-        );
-    }
     Ok(())
+}
+
+/// Whether a folder name looks like a year or a date (`2023`, `2023-05`, `2023_05_14`): the
+/// usual way photos are filed, and not a class.
+fn looks_like_a_date(name: &str) -> bool {
+    let digits: Vec<&str> = name.split(['-', '_', '.', ' ']).collect();
+    let year = digits[0];
+    year.len() == 4
+        && (year.starts_with("19") || year.starts_with("20"))
+        && digits.iter().all(|part| {
+            !part.is_empty() && part.len() <= 4 && part.chars().all(|c| c.is_ascii_digit())
+        })
 }
 
 /// Refuses a share of photos to hold back for validation that leaves too few to train on.
@@ -345,6 +417,55 @@ mod tests {
     }
 
     #[test]
+    fn plural_and_capitalised_folders_match_a_model_s_singular_classes() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["Cats/1.jpg", "Cats/2.jpg", "Dogs/1.jpg"] {
+            touch(&dir.path().join(name));
+        }
+        let data = Dataset::scan(dir.path()).unwrap();
+        assert_eq!(data.classes, ["cats", "dogs"]);
+        let names = ["cat".to_string(), "dog".to_string()];
+        let matched = data.matched_to(&names).unwrap();
+        assert_eq!(matched.classes, names);
+        assert_eq!(class_counts(&matched), [2, 1]);
+        // Another model's classes, or a name two folders would share, do not match.
+        assert!(data.matched_to(&["cat".into(), "rex".into()]).is_none());
+        assert!(data.matched_to(&["cat".into()]).is_none());
+        touch(&dir.path().join("cat/3.jpg"));
+        let both = Dataset::scan(dir.path()).unwrap();
+        assert!(both.matched_to(&names).is_none(), "{:?}", both.classes);
+        // The labels follow the model's order, not the folders'.
+        let reversed = ["dog".to_string(), "cat".to_string()];
+        let matched = data.matched_to(&reversed).unwrap();
+        assert_eq!(class_counts(&matched), [1, 2]);
+    }
+
+    #[test]
+    fn year_folders_are_called_the_classes_they_are_taken_for() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["2023/Cats/1.jpg", "2023/Dogs/1.jpg", "2024-06/Cats/2.jpg"] {
+            touch(&dir.path().join(name));
+        }
+        let data = Dataset::scan(dir.path()).unwrap();
+        assert_eq!(data.classes, ["2023", "2024-06"]);
+        let note = data.dates_note().unwrap();
+        assert!(
+            note.contains("2023, 2024-06, which look like years or dates"),
+            "{note}"
+        );
+        let err = data.check_trainable().unwrap_err().to_string();
+        assert!(err.contains("class '2024-06' has only one photo"), "{err}");
+        assert!(err.contains("look like years or dates"), "{err}");
+        for name in ["cat/1.jpg", "dog/1.jpg"] {
+            touch(&dir.path().join("plain").join(name));
+        }
+        let plain = Dataset::scan(&dir.path().join("plain")).unwrap();
+        assert_eq!(plain.dates_note(), None);
+        assert!(!looks_like_a_date("2cats") && !looks_like_a_date("1234"));
+        assert!(looks_like_a_date("2023_05_14") && looks_like_a_date("1999"));
+    }
+
+    #[test]
     fn scans_class_folders_with_sorted_class_names() {
         let dir = tempfile::tempdir().unwrap();
         for name in [
@@ -389,7 +510,8 @@ mod tests {
         for name in ["cat/1.jpg", "cat/2.jpg", "dog/1.jpg"] {
             touch(&folders.path().join(name));
         }
-        let err = Dataset::scan(folders.path()).unwrap_err().to_string();
+        let data = Dataset::scan(folders.path()).unwrap();
+        let err = data.check_trainable().unwrap_err().to_string();
         assert!(
             err.contains("class 'dog' has only one photo") && err.contains("dog/1.jpg"),
             "{err}"
@@ -487,7 +609,8 @@ mod tests {
         assert!(err.contains("no photos found"), "{err}");
 
         touch(&dir.path().join("cat/1.jpg"));
-        let err = Dataset::scan(dir.path()).unwrap_err().to_string();
+        let one_class = Dataset::scan(dir.path()).unwrap();
+        let err = one_class.check_trainable().unwrap_err().to_string();
         assert!(err.contains("only one class ('cat')"), "{err}");
     }
 }

@@ -91,6 +91,10 @@ fn prepare_folder(
     progress: &mut dyn DataProgress,
 ) -> Result<PreparedData> {
     let dataset = Dataset::scan(dir)?;
+    dataset.check_trainable()?;
+    if let Some(note) = dataset.dates_note() {
+        progress.note(&format!("{note}."));
+    }
     progress.decode_started(dataset.samples.len());
     let started = Instant::now();
     let tick = || progress.photo_decoded();

@@ -270,18 +270,28 @@ struct Chosen {
 /// The `subset` of the photos in `data`, decoded at the model's size; refused where the
 /// folder's classes are not the model's, or none could be decoded.
 fn choose(info: &ModelInfo, data: &Path, subset: Photos) -> Result<Chosen> {
-    let dataset = Dataset::scan(data)?;
+    let scanned = Dataset::scan(data)?;
     // Class names are lower case since catdog matched them case-insensitively; older models
-    // may know `Cat`.
-    let lower: Vec<String> = info.classes.iter().map(|c| c.to_lowercase()).collect();
-    if dataset.classes != lower {
+    // may know `Cat`. `Cats/` is the model's `cat`.
+    let Some(dataset) = scanned.matched_to(&info.classes) else {
+        let folders: Vec<String> = info
+            .classes
+            .iter()
+            .map(|c| format!("{}/{}/", data.display(), c.to_lowercase()))
+            .collect();
         bail!(
-            "{} holds the classes {:?}, the model knows {:?}",
+            "{} holds the classes {}, the model knows {}: eval needs a folder per class of \
+             the model's, named as it names them ({}){}",
             data.display(),
-            dataset.classes,
-            info.classes
+            scanned.classes.join(", "),
+            info.classes.join(", "),
+            folders.join(", "),
+            scanned
+                .dates_note()
+                .map(|n| format!(". {n}"))
+                .unwrap_or_default()
         );
-    }
+    };
     if let Photos::HeldOut { .. } = subset {
         check_trained_on(info, &dataset)?;
     }
