@@ -1,8 +1,9 @@
 //! Decoded, resized pixels kept on disk, so that only the first run over a folder decodes.
 //!
 //! The first `catdog train --data DIR` decodes every photo once, streaming the pixels into
-//! `DIR/.catdog-cache/pixels-<size>px-<key>.u8` (or, where `DIR` is read-only, under
-//! `$XDG_CACHE_HOME/catdog` or `~/.cache/catdog`); later runs read that file instead. The key
+//! `pixels-<size>px-<key>.u8` in the user's cache folder (`$XDG_CACHE_HOME/catdog/<folder>`
+//! or `~/.cache/catdog/<folder>`, never among the photos; `DIR/.catdog-cache` only where there
+//! is no home folder); later runs read that file instead. The key
 //! covers the file list, sizes, modification times, classes and image size, so a changed folder
 //! is decoded again. Files are written under a temporary name, flushed to disk and renamed,
 //! the index (`.json`) last, so neither a killed run nor a power cut leaves a cache that looks
@@ -125,19 +126,21 @@ pub fn load_or_decode(dataset: &Dataset, size: u32, watch: DecodeWatch) -> Resul
     ))
 }
 
-/// `DATA/.catdog-cache`, then the user's cache folder. A photo folder marked read-only is
-/// left alone even where writing would succeed (as root).
+/// The user's cache folder (one folder per photo folder, by its absolute path), so that
+/// nothing is written among the user's photos; `DATA/.catdog-cache` only where there is no
+/// user cache folder (no home folder) and the photo folder is not marked read-only.
 fn cache_folders(data: &Path) -> Vec<PathBuf> {
-    let mut folders = Vec::new();
-    if fs::metadata(data).is_ok_and(|meta| !meta.permissions().readonly()) {
-        folders.push(data.join(".catdog-cache"));
+    match user_cache_dir() {
+        Some(user_cache) => {
+            let absolute = fs::canonicalize(data).unwrap_or_else(|_| data.to_path_buf());
+            let folder_key = crc32fast::hash(absolute.as_os_str().as_encoded_bytes());
+            vec![user_cache.join(format!("{folder_key:08x}"))]
+        }
+        None if fs::metadata(data).is_ok_and(|meta| !meta.permissions().readonly()) => {
+            vec![data.join(".catdog-cache")]
+        }
+        None => Vec::new(),
     }
-    if let Some(user_cache) = user_cache_dir() {
-        let absolute = fs::canonicalize(data).unwrap_or_else(|_| data.to_path_buf());
-        let folder_key = crc32fast::hash(absolute.as_os_str().as_encoded_bytes());
-        folders.push(user_cache.join(format!("{folder_key:08x}")));
-    }
-    folders
 }
 
 /// The cache at `base` (`.json` + `.u8`), if it is whole and for exactly these photos.
@@ -420,7 +423,8 @@ mod tests {
             CHUNK_PHOTOS,
             "one chunk, not the folder"
         );
-        let cache = dir.path().join(".catdog-cache");
+        let cache = cache_folders(dir.path()).remove(0);
+        assert!(!cache.starts_with(dir.path()), "not among the photos");
         let left: Vec<_> = fs::read_dir(&cache).unwrap().flatten().collect();
         assert!(
             left.is_empty(),
