@@ -524,6 +524,14 @@ fn backend_gpu_without_a_gpu_suggests_the_cpu() {
     let output = catdog(&["train", "--backend", "gpu", "--out", path(dir.path())]);
     assert_fails_with(&output, "--backend cpu");
     assert!(stderr(&output).contains("no hardware GPU") || stderr(&output).contains("no GPU"));
+    // The verb fits every command, not only training.
+    let predict = catdog(&["predict", "--backend", "gpu", "--samples"]);
+    assert_fails_with(&predict, "Use --backend cpu to run on the CPU");
+    assert!(
+        !stderr(&predict).contains("to train"),
+        "{}",
+        stderr(&predict)
+    );
 }
 
 /// The Vulkan loader pointed at a driver file that does not exist: `catdog devices` and
@@ -618,6 +626,164 @@ fn predict_reports_a_bad_photo_and_still_predicts_the_others() {
     );
     assert!(stderr(&output).contains(path(&bad)), "{}", stderr(&output));
     assert!(!stderr(&output).contains("panicked"));
+
+    // The speed counts the photos answered; an empty file is called empty; a photo that is
+    // not there is named.
+    let empty = dir.path().join("empty.jpg");
+    fs::write(&empty, b"").unwrap();
+    let missing = dir.path().join("missing.jpg");
+    let other = data.join("cat/00001.png");
+    let output = catdog(&[
+        "predict",
+        "--model",
+        path(&model),
+        "--backend",
+        "flex",
+        path(&bad),
+        path(&empty),
+        path(&missing),
+        path(&good),
+        path(&other),
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    let err = stderr(&output);
+    assert!(err.contains("empty.jpg is empty (0 bytes)"), "{err}");
+    assert!(err.contains(path(&missing)), "{err}");
+    assert!(err.contains("predicted 2 photos in"), "{err}");
+    assert!(
+        err.contains("3 of 5 photos could not be predicted"),
+        "{err}"
+    );
+    // None answered: no speed at all.
+    let output = catdog(&[
+        "predict",
+        "--model",
+        path(&model),
+        "--backend",
+        "flex",
+        path(&missing),
+        path(&empty),
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    let err = stderr(&output);
+    assert!(
+        !err.contains("predicted 2 photos") && !err.contains("photos/s"),
+        "{err}"
+    );
+    assert!(
+        err.contains("2 of 2 photos could not be predicted"),
+        "{err}"
+    );
+}
+
+/// What a new user's first runs print: counts that count, which model answers after
+/// training and how to go back, nothing resumed twice, and hints for the usual slips.
+#[test]
+fn a_new_users_first_runs_get_plain_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path();
+    let photos = home.join("mypets");
+    synth(&photos, 20, 16);
+    let run = |args: &[&str]| command().args(args).current_dir(home).output().unwrap();
+    let trained = run(&[
+        "train",
+        "--data",
+        "mypets",
+        "-b",
+        "flex",
+        "-e",
+        "1",
+        "--image-size",
+        "16",
+    ]);
+    assert_success(&trained);
+    let summary = stdout(&trained);
+    assert!(summary.contains(", 1 epoch, backend flex"), "{summary}");
+    assert!(
+        summary.contains("too little to tell how long a real job would take")
+            && !summary.contains("photos of the Kaggle set"),
+        "no job's length extrapolated from 18 photos:\n{summary}"
+    );
+    assert!(
+        summary.contains("now answer with this model (models/catdog)")
+            && summary.contains("`--model builtin` asks the built-in one"),
+        "{summary}"
+    );
+    assert!(
+        !photos.join(".catdog-cache").exists(),
+        "nothing among the photos"
+    );
+
+    // A finished run is not resumed, and its model is left as it was.
+    let info = home.join("models/catdog/catdog.json");
+    let before = fs::read(&info).unwrap();
+    let resumed = run(&["train", "--resume"]);
+    assert_success(&resumed);
+    assert!(
+        stderr(&resumed).contains("already finished (its one epoch done)")
+            && stderr(&resumed).contains("nothing to resume"),
+        "{}",
+        stderr(&resumed)
+    );
+    assert_eq!(fs::read(&info).unwrap(), before);
+
+    // `--model catdog` where models/catdog holds the model.
+    assert_fails_with(
+        &run(&["predict", "--model", "catdog", "x.jpg"]),
+        "did you mean `--model models/catdog`?",
+    );
+
+    // Plural and capitalised folders are the model's classes; eval needs no two photos of
+    // a class.
+    let named = home.join("named");
+    fs::create_dir_all(named.join("Cats")).unwrap();
+    fs::create_dir_all(named.join("Dogs")).unwrap();
+    fs::copy(photos.join("cat/00001.png"), named.join("Cats/a.png")).unwrap();
+    fs::copy(photos.join("cat/00002.png"), named.join("Cats/b.png")).unwrap();
+    fs::copy(photos.join("dog/00001.png"), named.join("Dogs/a.png")).unwrap();
+    let evaluated = run(&["eval", "--data", "named", "-b", "flex"]);
+    assert_success(&evaluated);
+    assert!(
+        stdout(&evaluated).contains("3 photos"),
+        "{}",
+        stdout(&evaluated)
+    );
+    fs::rename(named.join("Dogs"), named.join("Rex")).unwrap();
+    assert_fails_with(
+        &run(&["eval", "--data", "named", "-b", "flex"]),
+        "named as it names them",
+    );
+
+    // `catdog help` takes --help, and a command's name.
+    assert_success(&run(&["help", "--help"]));
+    assert_eq!(
+        stdout(&run(&["help", "train"])),
+        stdout(&run(&["train", "--help"]))
+    );
+    assert_fails_with(&run(&["help", "trian"]), "catdog has no command 'trian'");
+}
+
+/// `catdog … | head -1`: a reader that leaves ends catdog as it ends other tools (SIGPIPE),
+/// not with a panic's exit code 101.
+#[test]
+fn a_closed_pipe_ends_catdog_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let mut child = command()
+        .args(["predict", "--samples", "--backend", "flex"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(
+        output.status.signal(),
+        Some(13),
+        "{:?}: {}",
+        output.status,
+        stderr(&output)
+    );
+    assert!(!stderr(&output).contains("panicked"), "{}", stderr(&output));
 }
 
 #[test]
@@ -691,7 +857,15 @@ fn decoded_photos_are_cached_once_and_read_back_by_later_runs() {
         "{}",
         stderr(&first)
     );
-    assert!(data.join(".catdog-cache").is_dir());
+    assert!(
+        !data.join(".catdog-cache").exists(),
+        "nothing is written among the photos"
+    );
+    assert!(
+        stderr(&first).contains(path(&user_cache.join("catdog"))),
+        "the cache is in the user's cache folder, and catdog says so: {}",
+        stderr(&first)
+    );
     let second = train(&data, "second", &user_cache);
     assert_success(&second);
     assert!(

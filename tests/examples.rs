@@ -220,11 +220,177 @@ fn the_examples_that_need_nothing_more_than_a_fresh_clone_run_as_written() {
     eprintln!("ran {} examples: {ran:#?}", ran.len());
     assert!(
         ran.iter()
-            .any(|l| l.starts_with("catdog predict examples/")),
-        "the README's first step, predicting a sample photo, ran: {ran:#?}"
+            .any(|l| l.starts_with("catdog predict --samples")),
+        "the README's first step, predicting the sample photos, ran: {ran:#?}"
     );
     assert!(
         ran.iter().any(|l| l.starts_with("catdog devices")),
         "{ran:#?}"
+    );
+}
+
+/// The README's tour, the lines of its first `sh` block.
+fn tour() -> Vec<String> {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let section = readme
+        .split("## A five-minute tour")
+        .nth(1)
+        .expect("the README has a tour");
+    let block = section
+        .split("```sh\n")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .expect("the tour opens with its commands");
+    block
+        .lines()
+        .map(|l| l.split(" #").next().unwrap().trim().to_string())
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
+/// The tour as a new user runs it after `cargo install`: in an empty folder, far from the
+/// source tree. `bench` and `train` get flags that make them take seconds, not minutes.
+#[test]
+fn the_readme_tour_runs_in_an_empty_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = tour();
+    assert!(lines.len() >= 4, "{lines:#?}");
+    let quick: &[(&str, &[&str])] = &[
+        (
+            "catdog bench",
+            &[
+                "--backends",
+                "flex",
+                "--image-size",
+                "32",
+                "--batch-size",
+                "2",
+                "--seconds",
+                "0.1",
+                "--repeats",
+                "1",
+                "--warmup-steps",
+                "1",
+            ],
+        ),
+        (
+            "catdog train",
+            &[
+                "--backend",
+                "flex",
+                "--generated",
+                "40",
+                "--epochs",
+                "1",
+                "--image-size",
+                "16",
+            ],
+        ),
+    ];
+    let mut outputs = Vec::new();
+    for line in &lines {
+        let mut args = words(line);
+        assert_eq!(args[0], "catdog", "the tour runs catdog: {line}");
+        if let Some((_, extra)) = quick.iter().find(|(start, _)| line.starts_with(start)) {
+            args.extend(extra.iter().map(|s| s.to_string()));
+        }
+        let output = command()
+            .args(&args[1..])
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert_success(&output);
+        outputs.push((line.clone(), output));
+    }
+    let (_, predicted) = outputs
+        .iter()
+        .find(|(line, _)| line.starts_with("catdog predict"))
+        .expect("the tour predicts");
+    let answers = stdout(predicted);
+    assert!(
+        answers.contains("sample cat.jpg  cat") && answers.contains("sample dog.jpg  dog"),
+        "{answers}"
+    );
+    assert!(
+        lines.iter().any(|l| l.contains("--network resnet18")),
+        "the tour measures the article's kind of network: {lines:#?}"
+    );
+}
+
+/// Every cargo command the documents give builds what the tests passed with: `--locked`,
+/// which `cargo install` otherwise ignores Cargo.lock without.
+#[test]
+fn every_cargo_command_in_the_docs_keeps_cargo_lock() {
+    let mut checked = 0;
+    for file in markdown_files() {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (number, line) in text.lines().enumerate() {
+            for (at, _) in line.match_indices("cargo ") {
+                let command = &line[at..];
+                let verb = command.split_whitespace().nth(1).unwrap_or("");
+                if !["install", "build", "test", "run", "check", "clippy"].contains(&verb) {
+                    continue;
+                }
+                // Up to the end of the inline code or the line.
+                let command = command.split('`').next().unwrap();
+                checked += 1;
+                assert!(
+                    command.contains("--locked"),
+                    "{}:{} gives `{command}` without --locked",
+                    file.display(),
+                    number + 1
+                );
+            }
+        }
+    }
+    assert!(checked >= 5, "{checked}");
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    assert!(readme.contains("cargo install --locked --path ."));
+}
+
+/// Files that reach users (the built-in model's description, the documents, the page `serve`
+/// shows) name no folder of the machine they were made on.
+#[test]
+fn shipped_files_hold_no_absolute_paths() {
+    let mut files = markdown_files();
+    let mut folders = vec![root().join("models"), root().join("src/serve/page")];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                folders.push(path);
+            } else if path.extension().is_some_and(|e| {
+                ["json", "md", "html", "js", "css", "svg"].contains(&e.to_str().unwrap())
+            }) {
+                files.push(path);
+            }
+        }
+    }
+    let machine_folders = [
+        "/work/",
+        "/home/",
+        "/root/",
+        "/Users/",
+        "../shared",
+        "C:\\Users",
+    ];
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        for folder in machine_folders {
+            assert!(!text.contains(folder), "{} names {folder}", file.display());
+        }
+        if file.file_name().is_some_and(|n| n == "catdog.json") {
+            let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+            let data = &json["trained_on"]["data"];
+            assert!(
+                data.as_str().is_none_or(|d| !Path::new(d).is_absolute()),
+                "{} records {data}",
+                file.display()
+            );
+        }
+    }
+    assert!(
+        files.iter().any(|f| f.ends_with("catdog.json")),
+        "{files:#?}"
     );
 }

@@ -28,6 +28,8 @@ use crate::training::TrainOptions;
     name = "catdog",
     version,
     arg_required_else_help = true,
+    // catdog's own `help`, which also takes `--help` (clap's refuses every flag).
+    disable_help_subcommand = true,
     about = "Train a small network to tell cats from dogs, on the GPU or the CPU, \
              and see how many photos per second each one processes.",
     after_help = "Examples:\n  \
@@ -64,10 +66,18 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Write a generated dataset of drawn cat and dog faces.
     Synth(synth::SynthArgs),
+    /// Print this help, or a command's (the same as `catdog COMMAND --help`).
+    Help {
+        /// The command whose help to print.
+        command: Option<String>,
+    },
 }
 
 /// Runs a parsed command line; errors are printed, and become a non-zero exit code.
 fn run(cli: Cli) -> ExitCode {
+    if !matches!(cli.command, Command::Serve(_) | Command::Download(_)) {
+        end_quietly_when_the_reader_leaves();
+    }
     let result = match cli.command {
         Command::Train(args) => train::run(args),
         Command::Predict(args) => predict::run(args),
@@ -77,12 +87,53 @@ fn run(cli: Cli) -> ExitCode {
         Command::Download(args) => download::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Synth(args) => synth::run(args),
+        Command::Help { command } => help(command.as_deref()),
     };
     match result {
         Ok(code) => code,
         Err(err) => {
             eprintln!("error: {}", format!("{err:#}").trim_end());
             ExitCode::FAILURE
+        }
+    }
+}
+
+/// Lets a closed pipe end the process, as it ends other Unix tools: `catdog train | head -2`
+/// then stops quietly once `head` has its lines. Rust's runtime ignores SIGPIPE, so printing
+/// would otherwise panic (exit code 101). Not for `serve` and `download`, which talk to
+/// sockets: a client that goes away must not end them.
+fn end_quietly_when_the_reader_leaves() {
+    #[cfg(unix)]
+    {
+        use nix::sys::signal::{SigHandler, Signal, signal};
+        // SAFETY: restores the default action; no handler runs.
+        let _ = unsafe { signal(Signal::SIGPIPE, SigHandler::SigDfl) };
+    }
+}
+
+/// `catdog help [COMMAND]`: clap's help for catdog or for COMMAND, as `--help` prints it.
+fn help(command: Option<&str>) -> Result<ExitCode> {
+    use clap::CommandFactory;
+    let words: Vec<&str> = ["catdog"]
+        .into_iter()
+        .chain(command)
+        .chain(["--help"])
+        .collect();
+    match Cli::command().try_get_matches_from(words) {
+        Err(err) if err.kind() == clap::error::ErrorKind::DisplayHelp => {
+            err.print()?;
+            Ok(ExitCode::SUCCESS)
+        }
+        _ => {
+            let names: Vec<String> = Cli::command()
+                .get_subcommands()
+                .map(|c| c.get_name().to_string())
+                .collect();
+            anyhow::bail!(
+                "catdog has no command '{}': its commands are {}",
+                command.unwrap_or_default(),
+                names.join(", ")
+            )
         }
     }
 }

@@ -212,7 +212,7 @@ pub fn plan(choice: BackendChoice) -> Result<Plan> {
         BackendChoice::Gpu => match hardware::hardware_gpu() {
             Some(gpu) => named(BackendKind::Wgpu, Some(gpu)),
             None => bail!(
-                "--backend gpu: {}. Use --backend cpu to train on the CPU \
+                "--backend gpu: {}. Use --backend cpu to run on the CPU \
                  (or --backend wgpu to run the GPU code on a software rasterizer)",
                 no_gpu_reason()
             ),

@@ -205,6 +205,14 @@ pub(crate) fn is_model_folder(dir: &Path) -> bool {
 pub(crate) fn load(dir: &Path, device: &Device) -> Result<(Network, ModelInfo)> {
     let info_path = dir.join(INFO_FILE);
     if !dir.is_dir() {
+        let in_models = Path::new("models").join(dir);
+        if dir.is_relative() && is_model_folder(&in_models) {
+            bail!(
+                "model folder {} does not exist; did you mean `--model {}`?",
+                dir.display(),
+                in_models.display()
+            );
+        }
         bail!(
             "model folder {} does not exist (train one with `catdog train --out {}`, \
              or use `--model builtin`)",

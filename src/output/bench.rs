@@ -86,10 +86,11 @@ fn with_spread(m: &Measurement) -> String {
 }
 
 /// Why ndarray's figures are so far below flex's, for whoever compares the two.
-const NDARRAY_IS_SLOW: &str = "ndarray (deprecated in burn 0.22, kept as it is) convolves with \
-    a loop of scalar multiply-adds and takes the gradients from burn's generic \
-    conv_transpose2d and a convolution over the whole gradient image; flex, as patched in \
-    vendor/burn-flex, uses im2col and SIMD matrix products for all three.";
+const NDARRAY_IS_SLOW: &str = "ndarray (an older CPU backend, deprecated by burn) convolves \
+    with a loop of scalar multiply-adds and takes the gradients from generic code that \
+    convolves over the whole gradient image; flex, with catdog's faster convolutions, turns \
+    all three into matrix products that use the CPU's vector instructions (Winograd's method \
+    for the 3×3 ones).";
 
 /// The bench result for people: the answer first ([`bench_verdict`]), then the table, the
 /// warm-up times and the data pipeline's figures.
