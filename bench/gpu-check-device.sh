@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
-# bench/gpu-check.sh on a lent GPU machine that has no Rust, no Vulkan loader and no internet,
-# as catdog's developers run it through their workplace's `device` tool (CONTRIBUTING.md,
-# "A run on a lent GPU"): the loaders come as Debian packages in .gl/, the binary as
-# .device/catdog.xz (built for x86-64-v3 and stripped), both carried beside the checkout.
-# Writes everything into one archive, $OUT/gpu-check.tgz, and the console into
-# $OUT/console.txt: the tool brings back at most 8 files.
+# bench/gpu-check.sh on a GPU machine that has an NVIDIA driver but no Rust, no Vulkan loader
+# and no internet (CONTRIBUTING.md, "Running the GPU check"): the loaders come as Debian
+# packages in .gl/, the binary as .device/catdog.xz (built for x86-64-v3 and stripped), both
+# copied beside the checkout. Writes everything into one archive, $OUT/gpu-check.tgz, and the
+# console into $OUT/console.txt, two files to copy back.
 set -uo pipefail
 out=${OUT:-/tmp/out}
 mkdir -p "$out"

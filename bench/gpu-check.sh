@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# catdog on a machine with an NVIDIA GPU, everything written into one folder (issues 18, 34):
+# catdog on a machine with an NVIDIA GPU, everything written into one folder:
 #   1. devices: the adapter, its Vulkan version, SPIR-V or WGSL, cooperative matrix, f16;
 #   2. the article's comparison, same batch: `catdog bench --backends gpu,flex`, batch 32,
 #      batches made on the host and uploaded each step as training does, for SmallCnn at 64 px
@@ -18,7 +18,7 @@
 #
 # Such a machine may have no internet and no Rust toolchain: build the binary elsewhere, for
 # any x86-64 CPU with AVX2, and copy it over with this repository:
-#   RUSTFLAGS="-C target-cpu=x86-64-v3" cargo build --release
+#   RUSTFLAGS="-C target-cpu=x86-64-v3" cargo build --release --locked
 #   bench/gpu-check.sh target/release/catdog gpu-check-out
 # It needs the Vulkan loader (libvulkan.so.1) and the NVIDIA driver's Vulkan ICD
 # (nvidia_icd.json; in a container, NVIDIA_DRIVER_CAPABILITIES=all).
