@@ -494,6 +494,10 @@ fn bad_data_folders_are_clear_errors() {
 
     assert_fails_with(&catdog(&["train", "--epochs", "0"]), "0 is not in 1..");
     assert_fails_with(
+        &catdog(&["train", "--generated", "4000000000"]),
+        "4000000000 is not in 20..=200000",
+    );
+    assert_fails_with(
         &catdog(&["train", "--dropout", "1"]),
         "--dropout must be at least 0 and below 1, not 1",
     );

@@ -27,7 +27,8 @@ pub struct TrainArgs {
     /// (DIR/cat.1.jpg). Without it, catdog trains on generated pictures.
     #[arg(short, long, value_name = "DIR")]
     pub data: Option<PathBuf>,
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(20..),
+    #[arg(long, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(20..=training::MAX_GENERATED as i64),
           conflicts_with = "data",
           help = with_default("How many pictures to generate when there is no --data",
                               defaults().generated_count))]

@@ -62,11 +62,22 @@ pub fn decode_photo(path: &Path, size: u32) -> Result<Vec<u8>> {
         let length = regular_file_length(path, MAX_PHOTO_BYTES)?;
         let header = read_prefix(path, HEADER_BYTES)?;
         let name = path.display().to_string();
-        let _held = reserve(&header, length, size, &name)?;
         // Most photos are smaller than the header's share: then the header is all of it.
-        let bytes = match header.len() as u64 == length && length < HEADER_BYTES {
-            true => header,
-            false => read_regular(path, MAX_PHOTO_BYTES)?,
+        let whole = header.len() as u64 == length && length < HEADER_BYTES;
+        let (_held, bytes) = if whole || decoding_bytes(&header, size).is_some() {
+            let held = reserve(&header, length, size, &name)?;
+            let bytes = match whole {
+                true => header,
+                false => read_regular(path, MAX_PHOTO_BYTES)?,
+            };
+            (held, bytes)
+        } else {
+            // The first bytes do not say how large the picture is (a JPEG's frame header
+            // after long comment segments, say): read the file, then look again in all of it.
+            let file = decode_budget::shared().reserve(length);
+            let bytes = read_regular(path, MAX_PHOTO_BYTES)?;
+            drop(file);
+            (reserve(&bytes, length, size, &name)?, bytes)
         };
         decode_read(&bytes, size, &name)
     })
@@ -77,8 +88,8 @@ pub fn decode_photo(path: &Path, size: u32) -> Result<Vec<u8>> {
 /// its errors.
 pub fn decode_photo_bytes(bytes: &[u8], size: u32, name: &str) -> Result<Vec<u8>> {
     std::panic::catch_unwind(|| {
-        let header = &bytes[..bytes.len().min(HEADER_BYTES as usize)];
-        let _held = reserve(header, bytes.len() as u64, size, name)?;
+        // All of it: the picture's size may come after the first HEADER_BYTES.
+        let _held = reserve(bytes, bytes.len() as u64, size, name)?;
         decode_read(bytes, size, name)
     })
     .unwrap_or_else(|_| bail!("the decoder failed on {name}"))
@@ -92,7 +103,19 @@ fn reserve(
     size: u32,
     name: &str,
 ) -> Result<decode_budget::Reservation> {
-    let decoding = decoding_bytes(header, size).unwrap_or(0);
+    let decoding = match decoding_bytes(header, size) {
+        Some(bytes) => bytes,
+        // A photo of a known format whose header never says its size: nothing can bound
+        // what decoding it would take.
+        None if header.starts_with(&[0xFF, 0xD8]) || image::guess_format(header).is_ok() => {
+            bail!(
+                "{name} does not say how large its picture is, so catdog cannot tell what \
+                 decoding it would take: it is damaged or not a photo catdog can read"
+            )
+        }
+        // Not an image at all: decoding says so.
+        None => 0,
+    };
     let needed = length.saturating_add(decoding);
     if needed > MAX_PHOTO_BYTES {
         bail!(
@@ -462,6 +485,49 @@ mod tests {
                 "{err}"
             );
         }
+
+        // The same JPEG with 300 kB of comment segments before its frame header, past the
+        // first bytes read for the header: refused all the same, from a file and from memory.
+        let mut padded = jpeg[..2].to_vec();
+        for _ in 0..5 {
+            padded.extend_from_slice(&[0xFF, 0xFE, 0xFF, 0xFF]);
+            padded.extend(std::iter::repeat_n(b'x', 0xFFFF - 2));
+        }
+        padded.extend_from_slice(&jpeg[2..]);
+        assert!(padded.len() as u64 > HEADER_BYTES);
+        assert!(decoding_bytes(&padded[..HEADER_BYTES as usize], 64).is_none());
+        let padded_path = dir.path().join("padded-bomb.jpg");
+        std::fs::write(&padded_path, &padded).unwrap();
+        let err = format!("{:#}", decode_photo(&padded_path, 64).unwrap_err());
+        assert!(
+            err.contains("padded-bomb.jpg") && err.contains("16384×16384 pixels, JPEG"),
+            "{err}"
+        );
+        let err = format!(
+            "{:#}",
+            decode_photo_bytes(&padded, 64, "upload.jpg").unwrap_err()
+        );
+        assert!(err.contains("16384×16384 pixels, JPEG"), "{err}");
+        // A padded photo of a sane size still decodes.
+        let mut sane = jpeg[..2].to_vec();
+        for _ in 0..5 {
+            sane.extend_from_slice(&[0xFF, 0xFE, 0xFF, 0xFF]);
+            sane.extend(std::iter::repeat_n(b'x', 0xFFFF - 2));
+        }
+        sane.extend_from_slice(&self::jpeg(&DynamicImage::ImageRgb8(RgbImage::new(16, 16)))[2..]);
+        let sane_path = dir.path().join("padded.jpg");
+        std::fs::write(&sane_path, &sane).unwrap();
+        assert_eq!(decode_photo(&sane_path, 8).unwrap().len(), 8 * 8 * 3);
+        // A header that never gives a size is refused by name.
+        let no_frame = [&[0xFFu8, 0xD8][..], &padded[2..5 * (0xFFFF + 2) + 2]].concat();
+        let err = format!(
+            "{:#}",
+            decode_photo_bytes(&no_frame, 64, "noframe.jpg").unwrap_err()
+        );
+        assert!(
+            err.contains("noframe.jpg does not say how large its picture is"),
+            "{err}"
+        );
     }
 
     /// Reading a named pipe with a photo's name would wait for a writer for ever.

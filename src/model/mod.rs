@@ -20,8 +20,10 @@ pub use network::{LOOK_BLOCK, SmallCnn};
 pub use networks::{Network, NetworkKind};
 pub use norm_pool_relu::norm_pool_relu;
 pub use resnet::ResNet18;
-pub(crate) use saved::is_model_folder;
-pub use saved::{Calibration, FORMAT_VERSION, ModelInfo, TEMPERATURES, TrainedOn, save, save_info};
+pub use saved::{
+    Calibration, FORMAT_VERSION, MAX_CLASSES, ModelInfo, TEMPERATURES, TrainedOn, save, save_info,
+};
+pub(crate) use saved::{is_model_folder, weights_ceiling};
 pub use typical::{FIT_PHOTOS_AT_LEAST, Typical, UNUSUAL_SHARE};
 
 /// Which trained model a command runs: never a surprise, so the output names it.

@@ -11,6 +11,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail, ensure};
+use burn::module::Module;
 use burn::store::{
     BurnToPyTorchAdapter, ChainAdapter, FloatCastAdapter, KeyRemapper, ModuleSnapshot,
     PyTorchToBurnAdapter, SafetensorsStore,
@@ -222,9 +223,11 @@ pub(crate) fn load(dir: &Path, device: &Device) -> Result<(Network, ModelInfo)> 
     }
     let text = read_description(&info_path)?;
     let info = parse_info(&text, &info_path)?;
+    let model = Network::new(info.network(), info.classes.len(), 0.0, device);
+    check_weights_size(&info, &model, &info_path)?;
     let weights_path = dir.join(&info.weights_file);
     let weights = read_checked(&weights_path, expected_checksum(&info), &info_path)?;
-    let model = network_from(weights, &info, device, &weights_path, &info_path)?;
+    let model = network_from(model, weights, &info, device, &weights_path, &info_path)?;
     Ok((model, info))
 }
 
@@ -245,7 +248,15 @@ pub(crate) fn load_from_memory(
         weights_path.display(),
         info_path.display()
     );
-    let model = network_from(weights.to_vec(), &info, device, &weights_path, &info_path)?;
+    let model = Network::new(info.network(), info.classes.len(), 0.0, device);
+    let model = network_from(
+        model,
+        weights.to_vec(),
+        &info,
+        device,
+        &weights_path,
+        &info_path,
+    )?;
     Ok((model, info))
 }
 
@@ -256,8 +267,9 @@ fn expected_checksum(info: &ModelInfo) -> Checksum {
     }
 }
 
-/// The network `info` describes, with `weights` (a safetensors file's bytes) loaded.
+/// `model`, the network `info` describes, with `weights` (a safetensors file's bytes) loaded.
 fn network_from(
+    mut model: Network,
     weights: Vec<u8>,
     info: &ModelInfo,
     device: &Device,
@@ -265,7 +277,6 @@ fn network_from(
     info_path: &Path,
 ) -> Result<Network> {
     let kind = info.network();
-    let mut model = Network::new(kind, info.classes.len(), 0.0, device);
     // In the device's float type (`--precision`): a loaded tensor keeps the file's otherwise.
     let store = SafetensorsStore::from_bytes(Some(weights)).skip_enum_variants(true);
     let to_device = FloatCastAdapter::to(device.settings().float_dtype.into());
@@ -339,8 +350,8 @@ fn parse_info(text: &str, path: &Path) -> Result<ModelInfo> {
         info.weights_file
     );
     ensure!(
-        info.classes.len() >= 2 && IMAGE_SIZES.contains(&info.image_size),
-        "{} names {} classes at {} px: a model needs two classes or more, at {} to {} px",
+        (2..=MAX_CLASSES).contains(&info.classes.len()) && IMAGE_SIZES.contains(&info.image_size),
+        "{} names {} classes at {} px: a model needs 2 to 10,000 classes, at {} to {} px",
         path.display(),
         info.classes.len(),
         info.image_size,
@@ -355,8 +366,55 @@ fn parse_info(text: &str, path: &Path) -> Result<ModelInfo> {
         TEMPERATURES.start(),
         TEMPERATURES.end()
     );
+    let norm = &info.normalization;
+    ensure!(
+        norm.mean.iter().all(|m| m.is_finite())
+            && norm.std.iter().all(|s| s.is_finite() && *s > 0.0),
+        "{} gives the normalisation mean {:?} and std {:?}: each std must be a positive number \
+         and each mean a number",
+        path.display(),
+        norm.mean,
+        norm.std
+    );
+    let mut names: Vec<String> = info.classes.iter().map(|c| c.to_lowercase()).collect();
+    names.sort();
+    if let Some(twice) = names.windows(2).find(|pair| pair[0] == pair[1]) {
+        bail!(
+            "{} names the class '{}' twice: each class needs a name of its own",
+            path.display(),
+            twice[0]
+        );
+    }
     check_typical(&info, path)?;
     Ok(info)
+}
+
+/// The most bytes a file of `model`'s weights can hold: its weights in f32 plus the file's
+/// header (names and shapes, well under a megabyte). A larger size comes only from a damaged
+/// or edited description, and is refused before anything of that size is read.
+pub(crate) fn weights_ceiling(model: &Network) -> u64 {
+    (model.num_params() as u64) * 4 + (1 << 20)
+}
+
+/// The most classes a model may have: a description naming more is damaged or edited (each
+/// class adds a row of weights, and a network is built before its file is read).
+pub const MAX_CLASSES: usize = 10_000;
+
+/// Refuses a `weights_bytes` in `info` (described by `info_path`) larger than `model`'s
+/// weights can fill.
+fn check_weights_size(info: &ModelInfo, model: &Network, info_path: &Path) -> Result<()> {
+    let ceiling = weights_ceiling(model);
+    ensure!(
+        info.weights_bytes <= ceiling,
+        "{} says its weights take {} bytes, more than the {} a {} for {} classes can fill: \
+         the file is damaged or was edited",
+        info_path.display(),
+        info.weights_bytes,
+        ceiling,
+        info.network().name(),
+        info.classes.len()
+    );
+    Ok(())
 }
 
 /// Refuses a `typical` in `info` (described by `path`) that its network cannot use.
@@ -503,6 +561,60 @@ mod tests {
         );
     }
 
+    fn info_of(dir: &Path) -> ModelInfo {
+        serde_json::from_slice(&fs::read(dir.join(INFO_FILE)).unwrap()).unwrap()
+    }
+
+    /// Values no training writes are refused at load, naming catdog.json, before the weights
+    /// are read: a size past what the network fills, a normalisation that turns the picture
+    /// over, a class named twice, more classes than a model may have.
+    #[test]
+    fn a_description_with_impossible_values_is_refused_before_its_weights_are_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let dir = dir.path();
+        let device = Device::flex();
+        save(dir, &small_cnn(&device), &info()).unwrap();
+        load(dir, &device).unwrap();
+        let pristine = fs::read(dir.join(INFO_FILE)).unwrap();
+        let refused = |edit: &dyn Fn(&mut serde_json::Value), expected: &str| {
+            fs::write(dir.join(INFO_FILE), &pristine).unwrap();
+            let err = load_error_after_editing(dir, edit);
+            assert!(
+                err.contains(INFO_FILE) && err.contains(expected),
+                "{expected}: {err}"
+            );
+        };
+        // 3 GiB beside a (sparse) file of 3 GiB: refused by what the description says, not
+        // after reading all of it to find the checksum wrong.
+        let weights = dir.join(&info_of(dir).weights_file);
+        fs::OpenOptions::new()
+            .write(true)
+            .open(&weights)
+            .unwrap()
+            .set_len(3 << 30)
+            .unwrap();
+        refused(
+            &|json| json["weights_bytes"] = (3u64 << 30).into(),
+            "more than the",
+        );
+        refused(
+            &|json| json["normalization"]["std"][1] = (-0.224).into(),
+            "each std must be a positive number",
+        );
+        refused(
+            &|json| json["normalization"]["mean"][0] = serde_json::Value::Null,
+            "is not a catdog model description",
+        );
+        refused(
+            &|json| json["classes"] = serde_json::json!(["cat", "Cat"]),
+            "names the class 'cat' twice",
+        );
+        refused(
+            &|json| json["classes"] = serde_json::json!(vec!["c"; MAX_CLASSES + 1]),
+            "a model needs 2 to 10,000 classes",
+        );
+    }
+
     /// A wide SmallCnn is saved under SmallCnn's tensor names with twice the channels, loads
     /// back to the same predictions, and its weights are refused where catdog.json says
     /// `small-cnn` (and the other way round), naming both files.
@@ -530,10 +642,12 @@ mod tests {
         let described_as = |network: NetworkKind| {
             load_error_after_editing(dir, |json| json["architecture"] = network.name().into())
         };
+        // The wide network's weights are more than a narrow one fills: refused by their size,
+        // before they are read.
         let err = described_as(NetworkKind::SmallCnn);
         assert!(
-            err.contains(&read.weights_file)
-                && err.contains("does not fit the small-cnn for 2 classes")
+            err.contains("more than the")
+                && err.contains("a small-cnn for 2 classes can fill")
                 && err.contains(INFO_FILE),
             "{err}"
         );

@@ -121,6 +121,12 @@ impl Typical {
             "its typical look has a spread of zero, numbers that are not, or a limit of {}",
             self.limit
         );
+        ensure!(
+            (0.0..=1.0).contains(&self.share),
+            "its typical look says a share of {} of its photos lie beyond the limit: a share \
+             is from 0 to 1",
+            self.share
+        );
         Ok(())
     }
 }
@@ -181,6 +187,12 @@ mod tests {
         assert!(typical.check(2, Some(4)).is_err());
         assert!(typical.check(1, Some(3)).is_err());
         assert!(typical.check(2, None).is_err());
+        let share = Typical {
+            share: 7.5,
+            ..typical.clone()
+        };
+        let err = share.check(2, Some(3)).unwrap_err().to_string();
+        assert!(err.contains("a share of 7.5"), "{err}");
         let zero = Typical {
             spread: vec![0.0; 3],
             ..typical

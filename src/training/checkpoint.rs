@@ -18,7 +18,10 @@ use super::settings::RunSettings;
 use crate::fs::{
     Checksum, is_plain_name, read_checked, read_description, read_regular, write_atomically,
 };
-use crate::model::{ARCHITECTURE_VERSION, IMAGE_SIZES, check_description};
+use crate::model::{
+    ARCHITECTURE_VERSION, IMAGE_SIZES, MAX_CLASSES, Network, check_description, weights_ceiling,
+};
+use burn::tensor::Device;
 
 const CHECKPOINT_DIR: &str = "checkpoint";
 const STATE_FILE: &str = "state.json";
@@ -183,6 +186,33 @@ pub fn read_state(out: &Path) -> Result<Option<CheckpointState>> {
         );
     }
     ensure!(
+        (2..=MAX_CLASSES).contains(&state.run.classes.len()),
+        "{} names {} classes, where a run has 2 to {MAX_CLASSES}: not a checkpoint catdog \
+         wrote; delete {} to start again",
+        path.display(),
+        state.run.classes.len(),
+        dir(out).display()
+    );
+    let position = &state.position;
+    ensure!(
+        position.epoch >= 1
+            && state.history.len() < position.epoch
+            && position.epoch <= state.run.fit.epochs + 1
+            && position.loss_sum.is_finite()
+            && position.correct
+                <= position
+                    .batches_done
+                    .saturating_mul(state.run.fit.batch_size),
+        "{} puts the run at epoch {} with {} epochs done, {} batches in, of a run of {} epochs: \
+         not a position catdog wrote; delete {} to start again",
+        path.display(),
+        position.epoch,
+        state.history.len(),
+        position.batches_done,
+        state.run.fit.epochs,
+        dir(out).display()
+    );
+    ensure!(
         IMAGE_SIZES.contains(&state.run.image_size),
         "{} names an image size of {} px; catdog trains at {} to {} px, so it is not a \
          checkpoint catdog wrote; delete {} to start again",
@@ -202,19 +232,41 @@ pub fn load(out: &Path) -> Result<Option<Checkpoint>> {
     };
     let dir = dir(out);
     let state_path = dir.join(STATE_FILE);
-    let read = |name: &str, bytes: u64, crc32: u32| {
+    // Sizes past what the run's network fills are refused before anything is read: the
+    // network's weights in f32, and the optimizer's two moments of each.
+    let network = Network::new(
+        state.run.fit.network,
+        state.run.classes.len(),
+        0.0,
+        &Device::flex(),
+    );
+    let weights = weights_ceiling(&network);
+    let read = |name: &str, bytes: u64, crc32: u32, ceiling: u64| {
+        ensure!(
+            bytes <= ceiling,
+            "{} says {name} holds {bytes} bytes, more than the {ceiling} its network fills: \
+             not a checkpoint catdog wrote; delete {} to start again",
+            state_path.display(),
+            dir.display()
+        );
         read_checked(&dir.join(name), Checksum { bytes, crc32 }, &state_path)
     };
-    let model = read(&state.model_file, state.model_bytes, state.model_crc32)?;
+    let model = read(
+        &state.model_file,
+        state.model_bytes,
+        state.model_crc32,
+        weights,
+    )?;
     let optimizer = read(
         &state.optimizer_file,
         state.optimizer_bytes,
         state.optimizer_crc32,
+        3 * weights,
     )?;
     let best = match &state.best {
         Some(best) => Some(BestEpoch {
             epoch: best.epoch,
-            model: read(&best.file, best.bytes, best.crc32)?,
+            model: read(&best.file, best.bytes, best.crc32, weights)?,
         }),
         None => None,
     };
@@ -333,6 +385,48 @@ mod tests {
         fs::write(&path, bad.to_string()).unwrap();
         let err = format!("{:#}", read_state(out).unwrap_err());
         assert!(err.contains("an image size of 100000 px"), "{err}");
+
+        // Positions and counts no run reaches.
+        for (edit, expected) in [
+            (
+                serde_json::json!({"position": {"epoch": 0}}),
+                "puts the run at epoch 0",
+            ),
+            (
+                serde_json::json!({"position": {"epoch": 99}}),
+                "puts the run at epoch 99",
+            ),
+            (
+                serde_json::json!({"position": {"correct": 1_000_000_000_000u64}}),
+                "not a position catdog wrote",
+            ),
+            (
+                serde_json::json!({"run": {"classes": ["cat"]}}),
+                "names 1 classes, where a run has 2 to",
+            ),
+            (
+                serde_json::json!({"model_bytes": 3u64 << 30}),
+                "more than the",
+            ),
+        ] {
+            let mut bad = state.clone();
+            for (section, fields) in edit.as_object().unwrap() {
+                match fields.as_object() {
+                    Some(fields) => {
+                        for (field, value) in fields {
+                            bad[section][field] = value.clone();
+                        }
+                    }
+                    None => bad[section] = fields.clone(),
+                }
+            }
+            fs::write(&path, bad.to_string()).unwrap();
+            let err = match read_state(out) {
+                Err(err) => format!("{err:#}"),
+                Ok(_) => format!("{:#}", load(out).err().expect(expected)),
+            };
+            assert!(err.contains(expected), "{expected}: {err}");
+        }
 
         // A state that is a pipe is refused, not waited on.
         #[cfg(unix)]

@@ -222,6 +222,15 @@ fn run_epoch(
         epoch,
     });
     let first = state.position.batches_done;
+    if first > batches.len() {
+        bail!(
+            "the checkpoint says {first} batches of epoch {epoch} are done, but an epoch of {} \
+             photos in batches of {} has {}: not a position catdog wrote",
+            run.train.len(),
+            settings.batch_size,
+            batches.len()
+        );
+    }
     // Every batch before `first` was full.
     let mut photos_this_epoch = (first * settings.batch_size).min(run.train.len());
     let flow = std::thread::scope(|scope| -> Result<ControlFlow<FitOutcome>> {

@@ -21,14 +21,15 @@ mod trainer;
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, ensure};
 use burn::module::Module;
 
 use crate::data::{DataSpec, Normalization, PreparedData, Skipped, prepare};
 use crate::device::Backend;
 use crate::inference::calibrate_and_fit_typical;
 use crate::model::{
-    self, ARCHITECTURE_VERSION, Calibration, ModelInfo, Network, NetworkKind, TrainedOn,
+    self, ARCHITECTURE_VERSION, Calibration, MAX_CLASSES, ModelInfo, Network, NetworkKind,
+    TrainedOn,
 };
 use fit::{FitOutcome, FitRun, RunState, fit_from};
 use out_folder::OutFolder;
@@ -39,7 +40,7 @@ pub use history::{EpochStats, best_epoch, steady_images_per_sec};
 pub use interrupt::Interrupt;
 pub use progress::{BatchStats, TrainProgress};
 pub use schedule::Schedule;
-pub use settings::{FitSettings, TrainOptions};
+pub use settings::{FitSettings, MAX_GENERATED, TrainOptions};
 
 pub(crate) use history::{kept_epoch, median};
 pub(crate) use interrupt::install as install_interrupt_handlers;
@@ -160,6 +161,12 @@ pub fn train(
             None => return Err(err),
         },
     };
+    ensure!(
+        data.classes.len() <= MAX_CLASSES,
+        "{} holds {} classes: catdog trains at most {MAX_CLASSES}",
+        data.description,
+        data.classes.len()
+    );
     let run = RunSettings::new(
         options,
         &data.classes,

@@ -96,6 +96,9 @@ impl TrainOptions {
                 self.generated_count
             );
         }
+        if self.data.is_none() {
+            check_generated_fits(self.generated_count, self.image_size)?;
+        }
         self.settings.check()
     }
 }
@@ -226,6 +229,29 @@ impl RunSettings {
     }
 }
 
+/// The most pictures `--generated` draws: the demo's 2,000 a hundred times over.
+pub const MAX_GENERATED: usize = 200_000;
+
+/// Refuses more generated pictures than catdog draws, or than half of this machine's memory
+/// holds at `image_size` (they are all held in memory, 3 bytes a pixel): a larger count would
+/// end the run in an allocation failure.
+fn check_generated_fits(count: usize, image_size: u32) -> Result<()> {
+    if count > MAX_GENERATED {
+        bail!("--generated must be at most {MAX_GENERATED}, not {count}");
+    }
+    let bytes = count as u64 * u64::from(image_size).pow(2) * 3;
+    let memory = crate::device::cpu_info().memory_bytes;
+    if memory > 0 && bytes > memory / 2 {
+        bail!(
+            "{count} generated pictures of {image_size} px take {}, more than half of this \
+             computer's {} of memory: give a smaller --generated or --image-size",
+            crate::fs::human_bytes(bytes),
+            crate::fs::human_bytes(memory)
+        );
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -242,6 +268,31 @@ mod tests {
         let err = options.check().unwrap_err().to_string();
         assert!(err.contains("is not valid UTF-8"), "{err}");
         assert!(TrainOptions::default().check().is_ok());
+    }
+
+    /// `--generated 4000000000`, or a checkpoint's `generated_count` edited to 10¹⁵, would end
+    /// the run in an allocation failure: refused by `check`, which a resumed run passes too.
+    #[test]
+    fn more_generated_pictures_than_memory_holds_are_refused() {
+        let options = |generated_count, image_size| TrainOptions {
+            generated_count,
+            image_size,
+            ..TrainOptions::default()
+        };
+        let err = options(1_000_000_000_000_000, 64)
+            .check()
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("--generated must be at most 200000"), "{err}");
+        let memory = crate::device::cpu_info().memory_bytes;
+        if memory > 0 && memory / 2 < MAX_GENERATED as u64 * 1024 * 1024 * 3 {
+            let err = options(MAX_GENERATED, 1024)
+                .check()
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("more than half of this computer's"), "{err}");
+        }
+        options(MAX_GENERATED, 16).check().unwrap();
     }
 
     #[test]
