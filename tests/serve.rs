@@ -818,6 +818,19 @@ fn listening_beyond_this_computer_warns() {
     );
 }
 
+/// `::ffff:127.0.0.1` is this computer's own address written for IPv6: no warning, and the
+/// page answers at 127.0.0.1.
+#[test]
+fn an_ipv4_mapped_loopback_address_is_this_computer_only() {
+    let cache = tempfile::tempdir().unwrap();
+    let mut served = Served::start_with(cache.path(), &["--host", "::ffff:127.0.0.1"]);
+    assert_eq!(served.get("/style.css").0, 200);
+    served.child.kill().unwrap();
+    served.child.wait().unwrap();
+    let stderr = served.stderr();
+    assert!(!stderr.contains("warning"), "{stderr}");
+}
+
 /// A port another program holds: a plain error naming it and what to do, no panic.
 #[test]
 fn a_port_in_use_is_a_clear_error() {

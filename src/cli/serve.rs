@@ -47,7 +47,8 @@ pub struct ServeArgs {
 
 pub(super) fn run(args: ServeArgs) -> Result<ExitCode> {
     let backend = open_backend(args.backend, Precision::F32, true)?;
-    if !args.host.is_loopback() {
+    // `::ffff:127.0.0.1` is 127.0.0.1 written as an IPv6 address: this computer only.
+    if !args.host.to_canonical().is_loopback() {
         eprintln!(
             "warning: listening on {}: anyone who can reach this computer over the network can \
              use the page (send it photos, run the race). Leave --host out to keep it to this \

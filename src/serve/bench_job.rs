@@ -2,7 +2,7 @@
 //! a time, with what it is doing readable while it runs. Each result is kept in catdog's cache
 //! folder as JSON, so that the page lists this machine's earlier races after a restart.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -14,12 +14,40 @@ use super::reply::Reply;
 use crate::bench::{self, BenchProgress, BenchReport, BenchSettings};
 use crate::chart;
 use crate::device::{Backend, BackendChoice, Precision};
-use crate::fs::write_atomically;
-use crate::model::NetworkKind;
+use crate::fs::{read_regular, write_atomically};
+use crate::model::{IMAGE_SIZES, NetworkKind};
 use crate::output;
 
-/// Earlier results the page lists, newest first.
+/// Earlier results the page lists, newest first, and keeps on disk.
 const HISTORY_KEPT: usize = 20;
+
+/// The most bytes a kept result may have (its chart and text take tens of kilobytes).
+const RESULT_LIMIT: u64 = 4 << 20;
+
+/// The results catdog wrote in `dir`: `<finished, in ms>.json`, with that time; any other file
+/// there is not catdog's, and is left alone.
+fn kept_results(dir: &Path) -> Vec<(u128, PathBuf)> {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .filter_map(|entry| {
+            let entry = entry.ok()?;
+            let name = entry.file_name().into_string().ok()?;
+            let finished = name.strip_suffix(".json")?.parse().ok()?;
+            Some((finished, entry.path()))
+        })
+        .collect()
+}
+
+/// Deletes the results in `dir` older than the newest [`HISTORY_KEPT`], so that the folder
+/// does not grow with every race.
+fn prune(dir: &Path) {
+    let mut results = kept_results(dir);
+    results.sort_by_key(|(finished, _)| std::cmp::Reverse(*finished));
+    for (_, path) in results.into_iter().skip(HISTORY_KEPT) {
+        let _ = std::fs::remove_file(path);
+    }
+}
 
 /// The bench the page asks for: `catdog bench`'s defaults, or what the request names.
 #[derive(Debug, Default, Deserialize)]
@@ -66,8 +94,12 @@ impl BenchRequest {
             warmup_steps: request.warmup_steps.unwrap_or(defaults.warmup_steps),
             ..defaults
         };
-        if !(16..=1024).contains(&settings.image_size) {
-            return bad("image size must be 16 to 1024 px");
+        if !IMAGE_SIZES.contains(&settings.image_size) {
+            return bad(&format!(
+                "image size must be {} to {} px",
+                IMAGE_SIZES.start(),
+                IMAGE_SIZES.end()
+            ));
         }
         if !(1..=4096).contains(&settings.batch_sizes[0]) {
             return bad("batch size must be 1 to 4096");
@@ -103,21 +135,18 @@ struct JobState {
 impl BenchJob {
     /// A job with the results kept in `history_dir` read back (unreadable files skipped).
     pub fn new(history_dir: Option<PathBuf>) -> BenchJob {
-        let mut results: Vec<(String, Value)> = history_dir
-            .as_ref()
-            .and_then(|dir| std::fs::read_dir(dir).ok())
+        let mut results: Vec<(u128, Value)> = history_dir
+            .as_deref()
+            .map(kept_results)
+            .unwrap_or_default()
             .into_iter()
-            .flatten()
-            .filter_map(|entry| {
-                let entry = entry.ok()?;
-                let name = entry.file_name().into_string().ok()?;
-                let bytes = name
-                    .ends_with(".json")
-                    .then(|| std::fs::read(entry.path()))?;
-                Some((name, serde_json::from_slice(&bytes.ok()?).ok()?))
+            .filter_map(|(finished, path)| {
+                // A regular file of a sane size only: a pipe put there is not waited on.
+                let bytes = read_regular(&path, RESULT_LIMIT).ok()?;
+                Some((finished, serde_json::from_slice(&bytes).ok()?))
             })
             .collect();
-        results.sort_by(|a, b| a.0.cmp(&b.0));
+        results.sort_by_key(|(finished, _)| *finished);
         let skip = results.len().saturating_sub(HISTORY_KEPT);
         BenchJob {
             state: Mutex::new(JobState {
@@ -209,6 +238,7 @@ impl BenchJob {
             if let Err(err) = kept {
                 self.note(format!("this result is not kept for later: {err:#}"));
             }
+            prune(dir);
         }
         Ok(result)
     }
@@ -249,5 +279,49 @@ impl BenchProgress for Progress<'_> {
             "{} on {}: {what}",
             backend.kind, backend.device_name
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The results folder may hold anything: a pipe or a huge file named like a result is
+    /// skipped, not waited on or read; only the newest results are kept, and only catdog's
+    /// own files are ever deleted.
+    #[cfg(unix)]
+    #[test]
+    fn kept_results_are_read_within_limits_and_pruned() {
+        let dir = tempfile::tempdir().unwrap();
+        let dir = dir.path();
+        for finished in 1..=25u64 {
+            let result = json!({ "finished_ms": finished });
+            std::fs::write(dir.join(format!("{finished}.json")), result.to_string()).unwrap();
+        }
+        let status = std::process::Command::new("mkfifo")
+            .arg(dir.join("26.json"))
+            .status()
+            .unwrap();
+        assert!(status.success());
+        std::fs::File::create(dir.join("27.json"))
+            .unwrap()
+            .set_len(3 << 30)
+            .unwrap();
+        std::fs::write(dir.join("notes.json"), "the user's").unwrap();
+
+        let job = BenchJob::new(Some(dir.to_path_buf()));
+        let results = job.status()["results"].as_array().unwrap().clone();
+        assert_eq!(results.len(), HISTORY_KEPT);
+        assert_eq!(results[0]["finished_ms"], 25, "newest first");
+
+        prune(dir);
+        let mut left: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        left.sort();
+        assert_eq!(left.len(), HISTORY_KEPT + 1, "{left:?}");
+        assert!(left.contains(&"notes.json".to_string()));
+        assert!(!left.contains(&"1.json".to_string()) && left.contains(&"27.json".to_string()));
     }
 }

@@ -150,7 +150,7 @@ impl Server {
     /// The page's address: `http://127.0.0.1:8080/` (an address any local browser opens where
     /// the server listens on every interface).
     pub fn url(&self) -> String {
-        let ip = match self.address.ip() {
+        let ip = match self.address.ip().to_canonical() {
             ip if ip.is_unspecified() => IpAddr::from([127, 0, 0, 1]),
             ip => ip,
         };
