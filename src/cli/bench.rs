@@ -36,7 +36,7 @@ pub struct BenchArgs {
     )]
     pub network: Vec<NetworkKind>,
     /// Side of the pictures in pixels [default: 64 for either small-cnn, 224 for resnet18]
-    #[arg(long, value_name = "PX", value_parser = clap::value_parser!(u32).range(16..=1024))]
+    #[arg(long, value_name = "PX", value_parser = super::image_size)]
     pub image_size: Option<u32>,
     /// Photos per step; a comma-separated list measures each, and the table marks every
     /// backend's best.

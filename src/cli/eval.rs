@@ -8,7 +8,6 @@ use clap::Args;
 
 use super::with_default;
 use crate::chart::{self, check_chart_path};
-use crate::device::{BackendChoice, Precision};
 use crate::inference::{
     NOT_SURE_BELOW, Photos, Predictor, check_contact_sheet_path, evaluate_folder, fit_typical_on,
     held_out_photos, write_contact_sheet,
@@ -28,14 +27,8 @@ pub struct EvalArgs {
     /// Labelled photos: one sub-folder per class, or Kaggle's `cat.123.jpg` names.
     #[arg(short, long, value_name = "DIR")]
     pub data: PathBuf,
-    #[arg(short, long, value_name = "DIR|builtin", help = super::MODEL_HELP)]
-    pub model: Option<PathBuf>,
-    /// Where to compute.
-    #[arg(short, long, value_enum, default_value_t = BackendChoice::Auto)]
-    pub backend: BackendChoice,
-    /// The float type the GPU computes in.
-    #[arg(long, value_enum, default_value_t = Precision::F32)]
-    pub precision: Precision,
+    #[command(flatten)]
+    pub answering: super::AnsweringArgs,
     /// How many of the most confidently wrong photos to list.
     #[arg(long, value_name = "N", default_value_t = 10)]
     pub worst: usize,
@@ -54,19 +47,10 @@ pub struct EvalArgs {
           help = with_default("The --seed the model was trained with, for a model saved before \
                                catdog recorded it", defaults().settings.seed))]
     pub seed: Option<u64>,
-    #[arg(long, help = super::NO_FLIP_HELP)]
-    pub no_flip: bool,
-    /// Hidden: averaging with the mirror image became the default; scripts that asked for it
-    /// with `--flip` still work.
-    #[arg(long, hide = true, conflicts_with = "no_flip")]
-    pub flip: bool,
     /// Draw the reliability diagram (SVG or PNG): per band of probability, how many answers
     /// were right.
     #[arg(long, value_name = "F.svg")]
     pub calibration: Option<PathBuf>,
-    #[arg(long, value_name = "P", value_parser = super::probability,
-          help = super::with_default(super::NOT_SURE_HELP, NOT_SURE_BELOW))]
-    pub not_sure_below: Option<f32>,
     /// With --held-out: fit which photos the model calls unusual (unlike those it learned
     /// from) on the held-out photos, as `catdog train` does, and save it in the model's
     /// catdog.json before evaluating; for a model saved before catdog fitted that itself.
@@ -88,12 +72,12 @@ pub(super) fn run(args: EvalArgs) -> Result<ExitCode> {
     if let Some(diagram) = &args.calibration {
         check_chart_path(diagram)?;
     }
-    let backend = super::open_backend(args.backend, args.precision, true)?;
-    let model = super::model_choice(args.model);
+    let backend = super::open_backend(args.answering.backend, args.answering.precision, true)?;
+    let model = super::model_choice(args.answering.model);
     if args.fit_unusual && model == ModelChoice::Builtin {
         bail!("--fit-unusual saves into the model's folder: give --model DIR");
     }
-    let mut predictor = Predictor::load(&model, &backend)?.with_flip(!args.no_flip);
+    let mut predictor = Predictor::load(&model, &backend)?.with_flip(!args.answering.no_flip);
     let subset = if args.held_out {
         let fallback = (defaults().val_split, defaults().settings.seed);
         held_out_photos(predictor.info(), args.val_split, args.seed, fallback)?
@@ -102,9 +86,9 @@ pub(super) fn run(args: EvalArgs) -> Result<ExitCode> {
     };
     if let (true, ModelChoice::Folder(dir)) = (args.fit_unusual, &model) {
         fit_unusual(&predictor, &args.data, subset, dir)?;
-        predictor = Predictor::load(&model, &backend)?.with_flip(!args.no_flip);
+        predictor = Predictor::load(&model, &backend)?.with_flip(!args.answering.no_flip);
     }
-    let not_sure_below = args.not_sure_below.unwrap_or(NOT_SURE_BELOW);
+    let not_sure_below = args.answering.not_sure_below.unwrap_or(NOT_SURE_BELOW);
     let evaluation = evaluate_folder(&predictor, &args.data, subset, args.worst, not_sure_below)?;
     for skip in &evaluation.skipped {
         eprintln!("warning: skipped {}: {}", skip.path.display(), skip.reason);

@@ -20,7 +20,7 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 
 use crate::device::{self, Backend, BackendChoice, Precision};
-use crate::model::ModelChoice;
+use crate::model::{IMAGE_SIZES, ModelChoice};
 use crate::training::TrainOptions;
 
 #[derive(Debug, Parser)]
@@ -169,6 +169,28 @@ fn with_default(text: &str, value: impl Display) -> String {
     format!("{text} [default: {value}]")
 }
 
+/// The flags `predict` and `eval` share: which model answers, where it runs, and how.
+#[derive(Debug, clap::Args)]
+pub struct AnsweringArgs {
+    #[arg(short, long, value_name = "DIR|builtin", help = MODEL_HELP)]
+    pub model: Option<PathBuf>,
+    /// Where to compute; any backend runs a model trained on any other.
+    #[arg(short, long, value_enum, default_value_t = BackendChoice::Auto)]
+    pub backend: BackendChoice,
+    /// The float type the GPU computes in.
+    #[arg(long, value_enum, default_value_t = Precision::F32)]
+    pub precision: Precision,
+    #[arg(long, help = NO_FLIP_HELP)]
+    pub no_flip: bool,
+    /// Hidden: averaging with the mirror image became the default; scripts that asked for it
+    /// with `--flip` still work.
+    #[arg(long, hide = true, conflicts_with = "no_flip")]
+    pub flip: bool,
+    #[arg(long, value_name = "P", value_parser = probability,
+          help = with_default(NOT_SURE_HELP, crate::inference::NOT_SURE_BELOW))]
+    pub not_sure_below: Option<f32>,
+}
+
 /// `--model`'s help, for the commands that run a trained model.
 const MODEL_HELP: &str = "Model folder written by `catdog train`, or `builtin` for the one \
     built into catdog (trained on Kaggle photos) [default: models/catdog where it holds a \
@@ -181,6 +203,18 @@ const NO_FLIP_HELP: &str = "Answer from the photo alone. Without it, each photo'
 /// `--not-sure-below`'s help, for predict and eval.
 const NOT_SURE_HELP: &str = "Call an answer \"not sure\" when its probability is below P \
     (0 to 1; at 0 only a photo unlike those the model learned from is)";
+
+/// An image side in pixels within [`IMAGE_SIZES`], for clap's `--image-size` and `--size`.
+fn image_size(text: &str) -> std::result::Result<u32, String> {
+    match text.parse::<u32>() {
+        Ok(px) if IMAGE_SIZES.contains(&px) => Ok(px),
+        _ => Err(format!(
+            "{text} is not an image size catdog takes: give {} to {} (pixels)",
+            IMAGE_SIZES.start(),
+            IMAGE_SIZES.end()
+        )),
+    }
+}
 
 /// A probability from 0 to 1, for clap.
 fn probability(text: &str) -> std::result::Result<f32, String> {

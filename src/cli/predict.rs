@@ -8,7 +8,6 @@ use anyhow::{Result, bail};
 use clap::Args;
 
 use crate::data::{SAMPLE_PHOTOS, decode_photo_bytes, photos_in};
-use crate::device::{BackendChoice, Precision};
 use crate::inference::{NOT_SURE_BELOW, Prediction, Predictor};
 use crate::output;
 
@@ -27,23 +26,8 @@ pub struct PredictArgs {
     /// Stefan van der Walt, CC0, and Joao Eriberto Mota Filho, CC BY-SA 4.0)
     #[arg(long)]
     pub samples: bool,
-    #[arg(short, long, value_name = "DIR|builtin", help = super::MODEL_HELP)]
-    pub model: Option<PathBuf>,
-    /// Where to compute; any backend runs a model trained on any other.
-    #[arg(short, long, value_enum, default_value_t = BackendChoice::Auto)]
-    pub backend: BackendChoice,
-    /// The float type the GPU computes in.
-    #[arg(long, value_enum, default_value_t = Precision::F32)]
-    pub precision: Precision,
-    #[arg(long, help = super::NO_FLIP_HELP)]
-    pub no_flip: bool,
-    /// Hidden: averaging with the mirror image became the default; scripts that asked for it
-    /// with `--flip` still work.
-    #[arg(long, hide = true, conflicts_with = "no_flip")]
-    pub flip: bool,
-    #[arg(long, value_name = "P", value_parser = super::probability,
-          help = super::with_default(super::NOT_SURE_HELP, NOT_SURE_BELOW))]
-    pub not_sure_below: Option<f32>,
+    #[command(flatten)]
+    pub answering: super::AnsweringArgs,
     /// Print one JSON object per photo.
     #[arg(long)]
     pub json: bool,
@@ -62,11 +46,11 @@ pub(super) fn run(args: PredictArgs) -> Result<ExitCode> {
             photos.push(path.clone());
         }
     }
-    let backend = super::open_backend(args.backend, args.precision, false)?;
-    let model = super::model_choice(args.model);
+    let backend = super::open_backend(args.answering.backend, args.answering.precision, false)?;
+    let model = super::model_choice(args.answering.model);
     let predictor = Predictor::load(&model, &backend)?
-        .with_flip(!args.no_flip)
-        .with_not_sure_below(args.not_sure_below.unwrap_or(NOT_SURE_BELOW));
+        .with_flip(!args.answering.no_flip)
+        .with_not_sure_below(args.answering.not_sure_below.unwrap_or(NOT_SURE_BELOW));
     eprintln!("{}", output::model_line(&predictor));
     if let Some(note) = output::generated_model_note(&predictor) {
         eprintln!("{note}");
@@ -105,7 +89,10 @@ pub(super) fn run(args: PredictArgs) -> Result<ExitCode> {
         eprintln!("{}", output::prediction_speed(predicted, seconds));
     }
     if failures > 0 {
-        eprintln!("{failures} of {photos} photos could not be predicted");
+        match photos {
+            1 => eprintln!("the photo could not be predicted"),
+            _ => eprintln!("{failures} of {photos} photos could not be predicted"),
+        }
         return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)

@@ -20,7 +20,7 @@ pub struct SynthArgs {
     #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u32).range(2..))]
     pub count: u32,
     /// Side of each picture in pixels.
-    #[arg(long, value_name = "PX", default_value_t = 64, value_parser = clap::value_parser!(u32).range(16..=1024))]
+    #[arg(long, value_name = "PX", default_value_t = 64, value_parser = super::image_size)]
     pub size: u32,
     #[arg(long, default_value_t = 42)]
     pub seed: u64,

@@ -50,7 +50,7 @@ pub struct TrainArgs {
     pub network: Option<NetworkKind>,
     /// Photos are squashed to this many pixels square [default: 64 for either small-cnn, 224
     /// for resnet18]
-    #[arg(long, value_name = "PX", value_parser = clap::value_parser!(u32).range(16..=1024))]
+    #[arg(long, value_name = "PX", value_parser = super::image_size)]
     pub image_size: Option<u32>,
     #[arg(long, value_name = "F",
           help = with_default("AdamW's (peak) learning rate", defaults().settings.learning_rate))]

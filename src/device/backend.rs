@@ -364,3 +364,39 @@ fn device_kinds(adapter: &GpuAdapter) -> (DeviceKind, burn::cubecl::wgpu::WgpuDe
         DeviceType::Other => (DeviceKind::DefaultDevice, Cube::DefaultDevice),
     }
 }
+
+impl Backend {
+    /// Makes `precision` this backend's float type. The GPU takes it once per process, before
+    /// its first tensor; the CPU backends compute in f32 only.
+    pub fn set_precision(&mut self, precision: Precision) -> Result<()> {
+        if self.device.settings().float_dtype == precision.dtype() {
+            self.precision = precision;
+            return Ok(());
+        }
+        if self.kind != BackendKind::Wgpu {
+            bail!(
+                "--precision {} needs the GPU (--backend gpu or wgpu): {} computes in f32 only",
+                precision.name(),
+                self.kind
+            );
+        }
+        if !self.device.supports_dtype(precision.dtype()) {
+            bail!(
+                "--precision {}: {} cannot compute in it (see `catdog devices` for its f16); \
+                 use --precision f32",
+                precision.name(),
+                self.device_name
+            );
+        }
+        if let Err(err) = self.device.configure(precision.dtype()) {
+            bail!(
+                "--precision {}: the GPU already computes in {:?} in this process, and takes a \
+                 precision only before its first use ({err})",
+                precision.name(),
+                self.device.settings().float_dtype
+            );
+        }
+        self.precision = precision;
+        Ok(())
+    }
+}

@@ -2,11 +2,8 @@
 //! tensor cores (through SPIR-V's cooperative matrices); burn has no autocast, so the choice
 //! is the device's default float type, set once before its first tensor.
 
-use anyhow::{Result, bail};
 use burn::tensor::{Device, FloatDType};
 use serde::{Deserialize, Serialize};
-
-use super::backend::{Backend, BackendKind};
 
 /// The float type of the network's weights and activations.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -58,41 +55,5 @@ impl Precision {
             Precision::F16 => FloatDType::F16,
             Precision::Flex32 => FloatDType::Flex32,
         }
-    }
-}
-
-impl Backend {
-    /// Makes `precision` this backend's float type. The GPU takes it once per process, before
-    /// its first tensor; the CPU backends compute in f32 only.
-    pub fn set_precision(&mut self, precision: Precision) -> Result<()> {
-        if self.device.settings().float_dtype == precision.dtype() {
-            self.precision = precision;
-            return Ok(());
-        }
-        if self.kind != BackendKind::Wgpu {
-            bail!(
-                "--precision {} needs the GPU (--backend gpu or wgpu): {} computes in f32 only",
-                precision.name(),
-                self.kind
-            );
-        }
-        if !self.device.supports_dtype(precision.dtype()) {
-            bail!(
-                "--precision {}: {} cannot compute in it (see `catdog devices` for its f16); \
-                 use --precision f32",
-                precision.name(),
-                self.device_name
-            );
-        }
-        if let Err(err) = self.device.configure(precision.dtype()) {
-            bail!(
-                "--precision {}: the GPU already computes in {:?} in this process, and takes a \
-                 precision only before its first use ({err})",
-                precision.name(),
-                self.device.settings().float_dtype
-            );
-        }
-        self.precision = precision;
-        Ok(())
     }
 }

@@ -55,7 +55,7 @@ impl Readout {
 
 /// Log-probability rows, and each image's look where [`Readout::looks`] asked for them and the
 /// network has them.
-pub(crate) type ReadOut = (Vec<Vec<f64>>, Option<Vec<Vec<f32>>>);
+pub(crate) type ProbabilitiesAndLooks = (Vec<Vec<f64>>, Option<Vec<Vec<f32>>>);
 
 /// Natural logarithms of the class probabilities of `images` (each `size × size × 3` bytes),
 /// one row per image, sent to the device a `batch` at a time, read out as `readout` says. A
@@ -81,7 +81,7 @@ pub(crate) fn read_out(
     device: &Device,
     readout: Readout,
     batch: Batch,
-) -> Result<ReadOut> {
+) -> Result<ProbabilitiesAndLooks> {
     let mut rows = Vec::with_capacity(images.len());
     let mut looks: Option<Vec<Vec<f32>>> = None;
     for chunk in images.chunks(batch.size().max(1)) {
@@ -108,7 +108,11 @@ pub(crate) fn log_probabilities_on_device(
 
 /// [`read_out`] of a batch already on the device, normalised. With a flip, each pass is scaled
 /// by the temperature before the two are averaged.
-fn read_out_on_device(model: &Network, input: Tensor<4>, readout: Readout) -> ReadOut {
+fn read_out_on_device(
+    model: &Network,
+    input: Tensor<4>,
+    readout: Readout,
+) -> ProbabilitiesAndLooks {
     let scaled = |rows: Vec<Vec<f64>>| {
         if readout.temperature == 1.0 {
             return rows;
