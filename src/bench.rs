@@ -15,6 +15,8 @@
 //! clock starts, so that the figures are the device's alone.
 
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
@@ -56,6 +58,19 @@ pub struct BenchSettings {
     /// Photos to time the data pipeline and end-to-end training with; generated pictures
     /// are used for the pure training and inference figures either way.
     pub data: Option<PathBuf>,
+    /// Set to stop the bench at the next step (the page's "Stop"); `None` runs it to the end.
+    #[serde(skip)]
+    pub cancel: Option<Arc<AtomicBool>>,
+}
+
+impl BenchSettings {
+    /// Ends the bench with an error where it was asked to stop.
+    fn go_on(&self) -> Result<()> {
+        match &self.cancel {
+            Some(cancel) if cancel.load(Ordering::SeqCst) => bail!("stopped before the end"),
+            _ => Ok(()),
+        }
+    }
 }
 
 impl Default for BenchSettings {
@@ -69,6 +84,7 @@ impl Default for BenchSettings {
             repeats: 3,
             warmup_steps: 3,
             data: None,
+            cancel: None,
         }
     }
 }
@@ -169,6 +185,33 @@ pub fn default_choices(network: NetworkKind) -> Vec<BackendChoice> {
 pub const NDARRAY_LEFT_OUT: &str = "ndarray left out: it trains ResNet-18 so slowly that one \
     step takes minutes; `--backends flex,ndarray` measures it anyway";
 
+/// Bytes of memory a training step on a CPU backend takes per float of its input batch,
+/// with room to spare: the activations kept for the backward pass, their gradients and the
+/// batch. Measured on flex on 2026-12-05 (the peak resident memory of `catdog bench`): 177
+/// for SmallCnn at 64 px (between batches of 128 and 512: 364 and 1,200 MB), about 300 for
+/// ResNet-18 at 224 px, batch 32 (1.45 GB, the network and its optimizer included).
+const STEP_BYTES_PER_INPUT_FLOAT: u64 = 400;
+
+/// Refuses settings whose largest training step would take more than half of this machine's
+/// memory on a CPU backend, before any work: at 1024 px and batch 4096 it would take
+/// petabytes and end the process. The rule of `catdog bench` and of `catdog serve`'s race.
+pub fn check_cpu_memory(settings: &BenchSettings) -> Result<()> {
+    let memory = device::cpu_info().memory_bytes;
+    let batch = settings.batch_sizes.iter().copied().max().unwrap_or(0) as u64;
+    let floats = batch * u64::from(settings.image_size).pow(2) * 3;
+    let needed = floats.saturating_mul(STEP_BYTES_PER_INPUT_FLOAT);
+    if memory > 0 && needed > memory / 2 {
+        bail!(
+            "a training step of {batch} pictures of {} px takes about {} on the CPU, more than \
+             half of this computer's {} of memory: give a smaller batch size or image size",
+            settings.image_size,
+            crate::fs::human_bytes(needed),
+            crate::fs::human_bytes(memory)
+        );
+    }
+    Ok(())
+}
+
 /// Opens each backend of `choices` once (`gpu` and `wgpu` are one), wgpu computing in
 /// `precision`; `note` hears which GPU adapter opened and why, and that the CPU backends
 /// compute in f32 whatever `precision` says.
@@ -218,6 +261,9 @@ pub fn run(
     if settings.repeats == 0 || settings.batch_sizes.is_empty() || settings.batch_sizes.contains(&0)
     {
         bail!("the bench needs at least one window and one photo per batch");
+    }
+    if backends.iter().any(|b| b.kind != BackendKind::Wgpu) {
+        check_cpu_memory(settings)?;
     }
     let mut skipped = Vec::new();
     let photos = match &settings.data {
@@ -324,7 +370,9 @@ fn bench_backend(
     };
 
     progress.started(backend, "warming up");
-    let warmup_seconds = warm_up(settings.warmup_steps, |step| train_step(&mut trainer, step))?;
+    let warmup_seconds = warm_up(settings, settings.warmup_steps, |step| {
+        train_step(&mut trainer, step)
+    })?;
 
     progress.started(backend, "training");
     let mut step = 0;
@@ -361,7 +409,7 @@ fn bench_backend(
     };
     // Prediction runs other kernels than training (no gradients, batch norm folded into the
     // convolutions), which wgpu compiles and tunes at their first use: untimed too.
-    let infer_warmup_seconds = warm_up(settings.warmup_steps, |_| infer_step())?;
+    let infer_warmup_seconds = warm_up(settings, settings.warmup_steps, |_| infer_step())?;
     let infer = measure(settings, infer_step)?;
 
     let (decode, cached_batches, end_to_end_train) = match photos {
@@ -437,9 +485,14 @@ fn bench_backend(
 /// least `settings.seconds` each.
 /// Runs `step` (given its number) `steps` times, untimed: wgpu compiles and tunes its
 /// kernels then. Returns the seconds it took.
-fn warm_up<T>(steps: usize, mut step: impl FnMut(usize) -> Result<T>) -> Result<f64> {
+fn warm_up<T>(
+    settings: &BenchSettings,
+    steps: usize,
+    mut step: impl FnMut(usize) -> Result<T>,
+) -> Result<f64> {
     let started = Instant::now();
     for number in 0..steps {
+        settings.go_on()?;
         step(number)?;
     }
     Ok(started.elapsed().as_secs_f64())
@@ -454,6 +507,7 @@ fn measure(
         let started = Instant::now();
         let mut photos = 0;
         while photos == 0 || started.elapsed().as_secs_f64() < settings.seconds {
+            settings.go_on()?;
             photos += step()?;
         }
         windows.push(photos as f64 / started.elapsed().as_secs_f64());

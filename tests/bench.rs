@@ -405,6 +405,23 @@ fn bench_chart_as_png_and_its_text_report() {
     assert!(decoded.width() > 100 && decoded.height() > 100);
 }
 
+/// Settings within every range whose training step would not fit in memory are refused at
+/// once, with what it would take, instead of growing until the machine ends the process.
+#[test]
+fn a_step_larger_than_memory_is_refused_before_any_work() {
+    let output = catdog(&[
+        "bench",
+        "--backends",
+        "flex",
+        "--image-size",
+        "1024",
+        "--batch-size",
+        "4096",
+    ]);
+    common::assert_fails_with(&output, "more than half of this computer's");
+    common::assert_fails_with(&output, "4096 pictures of 1024 px");
+}
+
 #[test]
 fn bench_with_data_times_decoding_the_cache_and_training_as_train_does() {
     let dir = tempfile::tempdir().unwrap();

@@ -455,6 +455,11 @@ fn the_race_runs_one_at_a_time_and_is_kept() {
             (br#"{"seconds": 0}"#, "window"),
             (br#"{"image_size": 4}"#, "image size"),
             (br#"{"path": "/etc"}"#, "unknown field"),
+            // Allowed ranges, but a step no machine here holds in memory.
+            (
+                br#"{"backends": ["flex"], "image_size": 1024, "batch_size": 4096}"#,
+                "more than half of this computer's",
+            ),
         ] {
             let (status, reply) = served.post("/api/bench", &json, settings);
             assert_eq!(status, 400, "{reply}");
@@ -509,6 +514,36 @@ fn the_race_runs_one_at_a_time_and_is_kept() {
     let results = status["results"].as_array().unwrap();
     assert!(
         results.iter().any(|r| r["finished_ms"] == finished),
+        "{status}"
+    );
+
+    // A race can be stopped from the page (with its token), and ends at its next step
+    // instead of running its 30 s of windows.
+    let (status, _, _) = served.request("DELETE", "/api/bench", &[], b"");
+    assert_eq!(status, 403, "DELETE needs the token");
+    let token = [("X-Catdog-Token", served.token.as_str())];
+    let (status, _, _) = served.request("DELETE", "/api/bench", &token, b"");
+    assert_eq!(status, 409, "nothing runs");
+    let long = br#"{"backends": ["flex"], "image_size": 16, "batch_size": 4, "seconds": 10,
+                    "repeats": 3, "warmup_steps": 1}"#;
+    let (status, reply) = served.post("/api/bench", &json, long);
+    assert_eq!(status, 202, "{reply}");
+    let asked = Instant::now();
+    let (status, _, _) = served.request("DELETE", "/api/bench", &token, b"");
+    assert_eq!(status, 202);
+    let status = loop {
+        let status = served.get_json("/api/bench");
+        if status["running"] == false {
+            break status;
+        }
+        assert!(asked.elapsed() < Duration::from_secs(20), "{status}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(
+        status["error"]
+            .as_str()
+            .unwrap()
+            .contains("stopped before the end"),
         "{status}"
     );
 
@@ -829,6 +864,47 @@ fn an_ipv4_mapped_loopback_address_is_this_computer_only() {
     served.child.wait().unwrap();
     let stderr = served.stderr();
     assert!(!stderr.contains("warning"), "{stderr}");
+}
+
+/// SIGTERM while a photo is being sent: the request in flight still gets its answer, and
+/// catdog exits as a program ended by SIGTERM reports it, 143.
+#[test]
+fn sigterm_answers_the_request_in_flight_and_exits_143() {
+    let cache = tempfile::tempdir().unwrap();
+    let mut served = Served::start(cache.path());
+    let cat =
+        std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/cat.jpg")).unwrap();
+    let (content_type, body) = multipart(&[("cat.jpg", &cat)]);
+    let mut stream = TcpStream::connect(("127.0.0.1", served.port)).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    write!(
+        stream,
+        "POST /api/predict HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nX-Catdog-Token: {}\r\n\
+         Content-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        served.port,
+        served.token,
+        body.len()
+    )
+    .unwrap();
+    let half = body.len() / 2;
+    stream.write_all(&body[..half]).unwrap();
+    // The server reads the request's head and starts answering it.
+    std::thread::sleep(Duration::from_millis(500));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(served.child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    stream.write_all(&body[half..]).unwrap();
+    let mut reply = String::new();
+    stream.read_to_string(&mut reply).unwrap();
+    assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+    assert!(reply.contains("\"label\":\"cat\""), "{reply}");
+    let exit = served.child.wait().unwrap();
+    assert_eq!(exit.code(), Some(143), "{exit:?}");
 }
 
 /// A port another program holds: a plain error naming it and what to do, no panic.

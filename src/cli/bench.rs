@@ -129,6 +129,7 @@ pub(super) fn run(args: BenchArgs) -> Result<ExitCode> {
             repeats: args.repeats as usize,
             warmup_steps: args.warmup_steps as usize,
             data: args.data.clone(),
+            cancel: None,
         };
         let report = bench::run(&backends, &settings, &mut TerminalBenchProgress)?;
         if let Some(path) = &args.export_markdown {

@@ -12,7 +12,7 @@ use super::{MODEL_HELP, NOT_SURE_HELP, model_choice, open_backend, probability};
 use crate::device::{BackendChoice, Precision};
 use crate::inference::NOT_SURE_BELOW;
 use crate::serve::{ServeOptions, Server, default_bench_history};
-use crate::training::{install_interrupt_handlers_saying, interrupted};
+use crate::training::{Interrupt, install_interrupt_handlers_saying, interrupted};
 
 /// What the first Ctrl-C prints.
 const STOPPING: &str = "\ncatdog: stopping the server; Ctrl-C again quits at once.\n";
@@ -79,5 +79,10 @@ pub(super) fn run(args: ServeArgs) -> Result<ExitCode> {
     }
     server.run(&|| interrupted().is_some())?;
     eprintln!("catdog: the server stopped.");
-    Ok(ExitCode::SUCCESS)
+    // Ctrl-C is how a user stops it; SIGTERM (a service manager, `kill`) is reported as
+    // other programs report it, 143.
+    Ok(match interrupted() {
+        Some(Interrupt::Terminated) => ExitCode::from(Interrupt::Terminated.exit_code()),
+        _ => ExitCode::SUCCESS,
+    })
 }

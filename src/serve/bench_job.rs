@@ -3,6 +3,7 @@
 //! folder as JSON, so that the page lists this machine's earlier races after a restart.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -13,7 +14,7 @@ use serde_json::{Value, json};
 use super::reply::Reply;
 use crate::bench::{self, BenchProgress, BenchReport, BenchSettings};
 use crate::chart;
-use crate::device::{Backend, BackendChoice, Precision};
+use crate::device::{Backend, BackendChoice, BackendKind, Precision};
 use crate::fs::{read_regular, write_atomically};
 use crate::model::{IMAGE_SIZES, NetworkKind};
 use crate::output;
@@ -110,6 +111,15 @@ impl BenchRequest {
         if !(1..=10).contains(&settings.repeats) || settings.warmup_steps > 100 {
             return bad("windows must be 1 to 10, and warm-up steps at most 100");
         }
+        // Memory, by `catdog bench`'s own rule, where the race would run on the CPU.
+        let on_the_cpu = |choice: &BackendChoice| {
+            crate::device::plan(*choice).is_ok_and(|plan| plan.kind != BackendKind::Wgpu)
+        };
+        if choices.iter().any(on_the_cpu)
+            && let Err(err) = bench::check_cpu_memory(&settings)
+        {
+            return Err(Reply::error(400, format!("{err:#}")));
+        }
         Ok((choices, settings))
     }
 }
@@ -117,6 +127,8 @@ impl BenchRequest {
 /// One bench at a time, what it is doing, and the results so far.
 pub(crate) struct BenchJob {
     state: Mutex<JobState>,
+    /// Set by the page's "Stop": the running bench ends at its next step.
+    cancel: Arc<AtomicBool>,
     /// Where results are kept; `None` keeps them in memory only.
     history_dir: Option<PathBuf>,
 }
@@ -153,6 +165,7 @@ impl BenchJob {
                 results: results.into_iter().skip(skip).map(|(_, v)| v).collect(),
                 ..JobState::default()
             }),
+            cancel: Arc::new(AtomicBool::new(false)),
             history_dir,
         }
     }
@@ -194,6 +207,11 @@ impl BenchJob {
             state.progress.clear();
             state.error = None;
         }
+        self.cancel.store(false, Ordering::SeqCst);
+        let settings = BenchSettings {
+            cancel: Some(Arc::clone(&self.cancel)),
+            ..settings
+        };
         let job = Arc::clone(self);
         std::thread::spawn(move || {
             let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -211,6 +229,17 @@ impl BenchJob {
                 Err(err) => state.error = Some(format!("{err:#}")),
             }
         });
+        Ok(())
+    }
+
+    /// Asks the running bench to stop at its next step (a step under way, such as wgpu
+    /// tuning its kernels, finishes first); 409 where none runs.
+    pub fn stop(&self) -> Result<(), Reply> {
+        if !self.state().running {
+            return Err(Reply::error(409, "no bench is running"));
+        }
+        self.cancel.store(true, Ordering::SeqCst);
+        self.note("stopping at the next step, as asked".to_string());
         Ok(())
     }
 

@@ -18,8 +18,9 @@ mod upload;
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Result, anyhow};
 use serde_json::{Value, json};
@@ -158,8 +159,10 @@ impl Server {
     }
 
     /// Answers requests, each on a thread of its own, until `stop` says so (checked several
-    /// times a second).
+    /// times a second). Then the requests being answered are finished (for at most
+    /// [`FINISHING`]), and those that arrived meanwhile are told that catdog is stopping.
     pub fn run(self, stop: &dyn Fn() -> bool) -> Result<()> {
+        let in_flight = Arc::new(AtomicUsize::new(0));
         while !stop() {
             let request = match self.http.recv_timeout(Duration::from_millis(100)) {
                 Ok(Some(request)) => request,
@@ -167,7 +170,9 @@ impl Server {
                 Err(err) => return Err(anyhow!("the server stopped: {err}")),
             };
             let state = Arc::clone(&self.state);
+            let answering = InFlight::start(&in_flight);
             std::thread::spawn(move || {
+                let _answering = answering;
                 let mut request = request;
                 let reply = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     routes::reply(&state, &mut request)
@@ -177,7 +182,38 @@ impl Server {
                 let _ = request.respond(reply.into_response());
             });
         }
+        let started = Instant::now();
+        while in_flight.load(Ordering::SeqCst) > 0 && started.elapsed() < FINISHING {
+            while let Ok(Some(request)) = self.http.try_recv() {
+                let reply = reply::Reply::error(503, "catdog is stopping: start it again");
+                let _ = request.respond(reply.into_response());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        while let Ok(Some(request)) = self.http.try_recv() {
+            let reply = reply::Reply::error(503, "catdog is stopping: start it again");
+            let _ = request.respond(reply.into_response());
+        }
         Ok(())
+    }
+}
+
+/// How long a stopping server waits for the requests it is answering.
+const FINISHING: Duration = Duration::from_secs(30);
+
+/// One request being answered, counted in the server's tally until it is dropped.
+struct InFlight(Arc<AtomicUsize>);
+
+impl InFlight {
+    fn start(tally: &Arc<AtomicUsize>) -> InFlight {
+        tally.fetch_add(1, Ordering::SeqCst);
+        InFlight(Arc::clone(tally))
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 

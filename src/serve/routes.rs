@@ -38,6 +38,7 @@ fn route(state: &State, request: &mut Request) -> Result<Reply, Reply> {
         | "/api/devices" => Method::Get,
         "/api/predict" => Method::Post,
         "/api/bench" if method == Method::Get => Method::Get,
+        "/api/bench" if method == Method::Delete => Method::Delete,
         "/api/bench" => Method::Post,
         _ => {
             return Err(Reply::error(
@@ -52,7 +53,7 @@ fn route(state: &State, request: &mut Request) -> Result<Reply, Reply> {
             format!("{path} takes {allowed} requests"),
         ));
     }
-    if allowed == Method::Post {
+    if allowed == Method::Post || allowed == Method::Delete {
         guard::check_token(header(request, "X-Catdog-Token"), &state.token)?;
     }
     Ok(match path.as_str() {
@@ -71,6 +72,10 @@ fn route(state: &State, request: &mut Request) -> Result<Reply, Reply> {
             let body = upload::read_body(request.as_reader())?;
             let (choices, settings) = BenchRequest::parse(&body)?;
             state.bench.start(choices, settings)?;
+            Reply::json(202, &state.bench.status())
+        }
+        "/api/bench" if method == Method::Delete => {
+            state.bench.stop()?;
             Reply::json(202, &state.bench.status())
         }
         _ => Reply::json(200, &state.bench.status()),

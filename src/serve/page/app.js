@@ -19,10 +19,10 @@ async function getJson(path) {
   return body;
 }
 
-async function post(path, body, headers) {
+async function post(path, body, headers, method) {
   const response = await fetch(path, {
-    method: "POST",
-    body,
+    method: method || "POST",
+    body: method === "DELETE" ? undefined : body,
     headers: Object.assign({ "X-Catdog-Token": token }, headers || {}),
   });
   let json = {};
@@ -125,6 +125,7 @@ async function loadDevices() {
 function showBench(status) {
   $("bench-start").disabled = status.running;
   $("bench-start").textContent = status.running ? "Racing…" : "Start the race";
+  $("bench-stop").hidden = !status.running;
   const progress = $("bench-progress");
   progress.replaceChildren(...status.progress.map((line) => element("li", "", line)));
   $("bench-error").hidden = !status.error;
@@ -174,6 +175,17 @@ async function startBench() {
   pollBench();
 }
 
+async function stopBench() {
+  $("bench-stop").disabled = true;
+  try {
+    await post("/api/bench", "", {}, "DELETE");
+  } catch (err) {
+    $("bench-error").hidden = false;
+    $("bench-error").textContent = "catdog is not answering: " + err.message;
+  }
+  $("bench-stop").disabled = false;
+}
+
 // Under the hood
 
 async function loadModel() {
@@ -207,6 +219,7 @@ async function loadModel() {
 
 setUpPhotos();
 $("bench-start").addEventListener("click", startBench);
+$("bench-stop").addEventListener("click", stopBench);
 loadModel();
 loadDevices();
 pollBench();
