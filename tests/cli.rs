@@ -730,6 +730,22 @@ fn a_new_users_first_runs_get_plain_answers() {
         stderr(&resumed)
     );
     assert_eq!(fs::read(&info).unwrap(), before);
+    // A checkpoint newer than the model (a later run in the folder, stopped before it saved
+    // its model): that run resumes, and saves its own.
+    let state = home.join("models/catdog/checkpoint/state.json");
+    fs::File::options()
+        .write(true)
+        .open(&state)
+        .unwrap()
+        .set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(60))
+        .unwrap();
+    let resumed = run(&["train", "--resume"]);
+    assert_success(&resumed);
+    assert!(
+        stderr(&resumed).contains("resuming the run in models/catdog"),
+        "{}",
+        stderr(&resumed)
+    );
 
     // `--model catdog` where models/catdog holds the model.
     assert_fails_with(
@@ -898,6 +914,18 @@ fn decoded_photos_are_cached_once_and_read_back_by_later_runs() {
         stderr(&third).contains(path(&user_cache.join("catdog"))),
         "{}",
         stderr(&third)
+    );
+
+    // A user cache folder that cannot be written: the photo folder's `.catdog-cache` instead
+    // of decoding at every run.
+    let not_a_folder = dir.path().join("cache-is-a-file");
+    fs::write(&not_a_folder, "").unwrap();
+    let fourth = train(&data, "fourth", &not_a_folder);
+    assert_success(&fourth);
+    assert!(
+        stderr(&fourth).contains(path(&data.join(".catdog-cache"))),
+        "{}",
+        stderr(&fourth)
     );
 }
 

@@ -2,8 +2,9 @@
 //!
 //! The first `catdog train --data DIR` decodes every photo once, streaming the pixels into
 //! `pixels-<size>px-<key>.u8` in the user's cache folder (`$XDG_CACHE_HOME/catdog/<folder>`
-//! or `~/.cache/catdog/<folder>`, never among the photos; `DIR/.catdog-cache` only where there
-//! is no home folder); later runs read that file instead. The key
+//! or `~/.cache/catdog/<folder>`, not among the photos; `DIR/.catdog-cache` only where that
+//! cannot be written, and read where an earlier catdog wrote it); later runs read that file
+//! instead. The key
 //! covers the file list, sizes, modification times, classes and image size, so a changed folder
 //! is decoded again. Files are written under a temporary name, flushed to disk and renamed,
 //! the index (`.json`) last, so neither a killed run nor a power cut leaves a cache that looks
@@ -126,21 +127,23 @@ pub fn load_or_decode(dataset: &Dataset, size: u32, watch: DecodeWatch) -> Resul
     ))
 }
 
-/// The user's cache folder (one folder per photo folder, by its absolute path), so that
-/// nothing is written among the user's photos; `DATA/.catdog-cache` only where there is no
-/// user cache folder (no home folder) and the photo folder is not marked read-only.
+/// Where the pixels of the photos in `data` are cached, in the order tried: the user's cache
+/// folder (one folder per photo folder, by its absolute path), so that nothing is written
+/// among the user's photos; then `DATA/.catdog-cache`, which earlier catdogs wrote and which
+/// is read, and written only where the user's cache folder cannot be (no home folder, or one
+/// that cannot be written). A photo folder marked read-only is left alone even where writing
+/// would succeed (as root).
 fn cache_folders(data: &Path) -> Vec<PathBuf> {
-    match user_cache_dir() {
-        Some(user_cache) => {
-            let absolute = fs::canonicalize(data).unwrap_or_else(|_| data.to_path_buf());
-            let folder_key = crc32fast::hash(absolute.as_os_str().as_encoded_bytes());
-            vec![user_cache.join(format!("{folder_key:08x}"))]
-        }
-        None if fs::metadata(data).is_ok_and(|meta| !meta.permissions().readonly()) => {
-            vec![data.join(".catdog-cache")]
-        }
-        None => Vec::new(),
+    let mut folders = Vec::new();
+    if let Some(user_cache) = user_cache_dir() {
+        let absolute = fs::canonicalize(data).unwrap_or_else(|_| data.to_path_buf());
+        let folder_key = crc32fast::hash(absolute.as_os_str().as_encoded_bytes());
+        folders.push(user_cache.join(format!("{folder_key:08x}")));
     }
+    if fs::metadata(data).is_ok_and(|meta| !meta.permissions().readonly()) {
+        folders.push(data.join(".catdog-cache"));
+    }
+    folders
 }
 
 /// The cache at `base` (`.json` + `.u8`), if it is whole and for exactly these photos.

@@ -107,7 +107,7 @@ fn reserve(
         Some(bytes) => bytes,
         // A photo of a known format whose header never says its size: nothing can bound
         // what decoding it would take.
-        None if header.starts_with(&[0xFF, 0xD8]) || image::guess_format(header).is_ok() => {
+        None if header.starts_with(&[0xFF, 0xD8]) || is_built_format(header) => {
             bail!(
                 "{name} does not say how large its picture is, so catdog cannot tell what \
                  decoding it would take: it is damaged or not a photo catdog can read"
@@ -128,6 +128,16 @@ fn reserve(
         );
     }
     Ok(decode_budget::shared().reserve(needed))
+}
+
+/// Whether `header` begins a file of a format catdog decodes (other formats are refused by
+/// decoding, in the decoder's words).
+fn is_built_format(header: &[u8]) -> bool {
+    use image::ImageFormat;
+    matches!(
+        image::guess_format(header),
+        Ok(ImageFormat::Png | ImageFormat::WebP | ImageFormat::Bmp | ImageFormat::Gif)
+    )
 }
 
 /// A photo's whole file, read into memory, decoded to `size × size` RGB pixels.

@@ -206,8 +206,9 @@ impl BenchJob {
             state.running = true;
             state.progress.clear();
             state.error = None;
+            // Under the lock, so that a stop asked as soon as the race is running holds.
+            self.cancel.store(false, Ordering::SeqCst);
         }
-        self.cancel.store(false, Ordering::SeqCst);
         let settings = BenchSettings {
             cancel: Some(Arc::clone(&self.cancel)),
             ..settings

@@ -182,18 +182,22 @@ impl Server {
                 let _ = request.respond(reply.into_response());
             });
         }
+        // Each refusal on a thread of its own: responding reads what is left of the request's
+        // body, which a stalled client may never send.
+        let refuse_newcomers = || {
+            while let Ok(Some(request)) = self.http.try_recv() {
+                std::thread::spawn(move || {
+                    let reply = reply::Reply::error(503, "catdog is stopping: start it again");
+                    let _ = request.respond(reply.into_response());
+                });
+            }
+        };
         let started = Instant::now();
         while in_flight.load(Ordering::SeqCst) > 0 && started.elapsed() < FINISHING {
-            while let Ok(Some(request)) = self.http.try_recv() {
-                let reply = reply::Reply::error(503, "catdog is stopping: start it again");
-                let _ = request.respond(reply.into_response());
-            }
+            refuse_newcomers();
             std::thread::sleep(Duration::from_millis(20));
         }
-        while let Ok(Some(request)) = self.http.try_recv() {
-            let reply = reply::Reply::error(503, "catdog is stopping: start it again");
-            let _ = request.respond(reply.into_response());
-        }
+        refuse_newcomers();
         Ok(())
     }
 }

@@ -64,8 +64,20 @@ pub(crate) fn nothing_left(options: &TrainOptions) -> Result<Option<String>> {
         return Ok(None);
     }
     let out = &options.out;
+    // The model must be this run's: saved after its last checkpoint. (A run started again in
+    // the folder and stopped before saving leaves the earlier run's model, older than it.)
+    let modified = |path: &Path| std::fs::metadata(path).and_then(|m| m.modified()).ok();
+    let saved_after_the_checkpoint = match (
+        modified(&out.join("catdog.json")),
+        modified(&checkpoint::dir(out).join("state.json")),
+    ) {
+        (Some(model), Some(state)) => model >= state,
+        _ => false,
+    };
     Ok(checkpoint::read_state(out)?
-        .filter(|state| state.finished() && crate::model::is_model_folder(out))
+        .filter(|state| {
+            state.finished() && crate::model::is_model_folder(out) && saved_after_the_checkpoint
+        })
         .map(|state| {
             format!(
                 "the run in {} is already finished ({}), and its model is saved there: \
