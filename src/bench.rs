@@ -192,6 +192,12 @@ pub const NDARRAY_LEFT_OUT: &str = "ndarray left out: it trains ResNet-18 so slo
 /// ResNet-18 at 224 px, batch 32 (1.45 GB, the network and its optimizer included).
 const STEP_BYTES_PER_INPUT_FLOAT: u64 = 400;
 
+/// Whether a backend of `kind` on `adapter` computes in this machine's memory: the CPU
+/// backends, and wgpu on a software rasterizer (lavapipe, llvmpipe), which runs on the CPU.
+pub fn in_host_memory(kind: BackendKind, adapter: Option<&GpuAdapter>) -> bool {
+    kind != BackendKind::Wgpu || adapter.is_some_and(|a| !a.kind.is_hardware())
+}
+
 /// Refuses settings whose largest training step would take more than half of this machine's
 /// memory on a CPU backend, before any work: at 1024 px and batch 4096 it would take
 /// petabytes and end the process. The rule of `catdog bench` and of `catdog serve`'s race.
@@ -262,7 +268,7 @@ pub fn run(
     {
         bail!("the bench needs at least one window and one photo per batch");
     }
-    if backends.iter().any(|b| b.kind != BackendKind::Wgpu) {
+    if backends.iter().any(|b| in_host_memory(b.kind, b.adapter)) {
         check_cpu_memory(settings)?;
     }
     let mut skipped = Vec::new();

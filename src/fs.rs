@@ -146,10 +146,15 @@ pub(crate) fn available_bytes(dir: &Path) -> Result<u64> {
         .with_context(|| format!("cannot read the free space of {}", dir.display()))
 }
 
-/// `12.3 MiB`.
+/// `12.3 MiB`, `23.5 GiB`, `4.7 TiB`.
 pub(crate) fn human_bytes(bytes: u64) -> String {
     const MIB: f64 = 1024.0 * 1024.0;
-    format!("{:.1} MiB", bytes as f64 / MIB)
+    let mib = bytes as f64 / MIB;
+    match mib {
+        m if m >= 1024.0 * 1024.0 => format!("{:.1} TiB", m / (1024.0 * 1024.0)),
+        m if m >= 1024.0 => format!("{:.1} GiB", m / 1024.0),
+        m => format!("{m:.1} MiB"),
+    }
 }
 
 /// The size and CRC-32 that a description file records for a file it belongs with.
@@ -291,6 +296,13 @@ pub(crate) fn names_ending_in(dir: &Path, suffix: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_are_written_in_the_largest_unit_that_keeps_a_whole_number() {
+        assert_eq!(human_bytes(512 << 20), "512.0 MiB");
+        assert_eq!(human_bytes(24_105 << 20), "23.5 GiB");
+        assert_eq!(human_bytes(4_915_200 << 20), "4.7 TiB");
+    }
 
     #[test]
     fn a_sweep_removes_abandoned_partial_files_and_spares_one_being_written() {

@@ -420,6 +420,21 @@ fn a_step_larger_than_memory_is_refused_before_any_work() {
     ]);
     common::assert_fails_with(&output, "more than half of this computer's");
     common::assert_fails_with(&output, "4096 pictures of 1024 px");
+    // wgpu on a software rasterizer computes in this machine's memory too.
+    if common::wgpu_or_skip("a step larger than memory on a software wgpu").is_some()
+        && catdog::device::hardware_gpu().is_none()
+    {
+        let output = catdog(&[
+            "bench",
+            "--backends",
+            "wgpu",
+            "--image-size",
+            "1024",
+            "--batch-size",
+            "4096",
+        ]);
+        common::assert_fails_with(&output, "more than half of this computer's");
+    }
 }
 
 #[test]

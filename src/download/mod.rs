@@ -408,7 +408,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            err.contains("free, the photos need") && err.contains("MiB"),
+            err.contains("free, the photos need") && err.contains(" TiB"),
             "{err}"
         );
         assert!(err.contains(&dir.path().display().to_string()), "{err}");

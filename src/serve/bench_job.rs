@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use super::reply::Reply;
 use crate::bench::{self, BenchProgress, BenchReport, BenchSettings};
 use crate::chart;
-use crate::device::{Backend, BackendChoice, BackendKind, Precision};
+use crate::device::{Backend, BackendChoice, Precision};
 use crate::fs::{read_regular, write_atomically};
 use crate::model::{IMAGE_SIZES, NetworkKind};
 use crate::output;
@@ -113,7 +113,8 @@ impl BenchRequest {
         }
         // Memory, by `catdog bench`'s own rule, where the race would run on the CPU.
         let on_the_cpu = |choice: &BackendChoice| {
-            crate::device::plan(*choice).is_ok_and(|plan| plan.kind != BackendKind::Wgpu)
+            crate::device::plan(*choice)
+                .is_ok_and(|plan| bench::in_host_memory(plan.kind, plan.adapter))
         };
         if choices.iter().any(on_the_cpu)
             && let Err(err) = bench::check_cpu_memory(&settings)
