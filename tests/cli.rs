@@ -612,16 +612,14 @@ fn predict_reports_a_bad_photo_and_still_predicts_the_others() {
     let bad = dir.path().join("broken.jpg");
     fs::write(&bad, "not a photo").unwrap();
     let good = data.join("dog/00001.png");
+    // `catdog predict` of `photos` with the model on flex.
+    let predict = |photos: &[&Path]| {
+        let mut args = vec!["predict", "--model", path(&model), "--backend", "flex"];
+        args.extend(photos.iter().map(|p| path(p)));
+        catdog(&args)
+    };
 
-    let output = catdog(&[
-        "predict",
-        "--model",
-        path(&model),
-        "--backend",
-        "flex",
-        path(&bad),
-        path(&good),
-    ]);
+    let output = predict(&[&bad, &good]);
     assert_eq!(output.status.code(), Some(1));
     assert!(
         stdout(&output).starts_with(path(&good)),
@@ -637,18 +635,7 @@ fn predict_reports_a_bad_photo_and_still_predicts_the_others() {
     fs::write(&empty, b"").unwrap();
     let missing = dir.path().join("missing.jpg");
     let other = data.join("cat/00001.png");
-    let output = catdog(&[
-        "predict",
-        "--model",
-        path(&model),
-        "--backend",
-        "flex",
-        path(&bad),
-        path(&empty),
-        path(&missing),
-        path(&good),
-        path(&other),
-    ]);
+    let output = predict(&[&bad, &empty, &missing, &good, &other]);
     assert_eq!(output.status.code(), Some(1));
     let err = stderr(&output);
     assert!(err.contains("empty.jpg is empty (0 bytes)"), "{err}");
@@ -659,15 +646,7 @@ fn predict_reports_a_bad_photo_and_still_predicts_the_others() {
         "{err}"
     );
     // None answered: no speed at all.
-    let output = catdog(&[
-        "predict",
-        "--model",
-        path(&model),
-        "--backend",
-        "flex",
-        path(&missing),
-        path(&empty),
-    ]);
+    let output = predict(&[&missing, &empty]);
     assert_eq!(output.status.code(), Some(1));
     let err = stderr(&output);
     assert!(

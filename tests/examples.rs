@@ -192,6 +192,17 @@ fn needs_more_than_a_fresh_clone(args: &[String], cwd: &Path) -> Option<String> 
     None
 }
 
+/// Runs the command line `args` (`catdog …`) in `dir`; it must succeed.
+fn run_in(dir: &Path, args: &[String]) -> std::process::Output {
+    let output = command()
+        .args(&args[1..])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert_success(&output);
+    output
+}
+
 #[test]
 fn the_examples_that_need_nothing_more_than_a_fresh_clone_run_as_written() {
     // In a folder of its own holding the clone's sample photos, so that nothing is written
@@ -209,12 +220,7 @@ fn the_examples_that_need_nothing_more_than_a_fresh_clone_run_as_written() {
             eprintln!("not run here ({why}): {line}   [{where_}]");
             continue;
         }
-        let output = command()
-            .args(&args[1..])
-            .current_dir(dir.path())
-            .output()
-            .unwrap();
-        assert_success(&output);
+        run_in(dir.path(), &args);
         ran.push(line);
     }
     eprintln!("ran {} examples: {ran:#?}", ran.len());
@@ -294,13 +300,7 @@ fn the_readme_tour_runs_in_an_empty_folder() {
         if let Some((_, extra)) = quick.iter().find(|(start, _)| line.starts_with(start)) {
             args.extend(extra.iter().map(|s| s.to_string()));
         }
-        let output = command()
-            .args(&args[1..])
-            .current_dir(dir.path())
-            .output()
-            .unwrap();
-        assert_success(&output);
-        outputs.push((line.clone(), output));
+        outputs.push((line.clone(), run_in(dir.path(), &args)));
     }
     let (_, predicted) = outputs
         .iter()

@@ -108,7 +108,8 @@ impl Dataset {
     /// photo.
     pub fn check_trainable(&self) -> Result<()> {
         let root = self.root.display();
-        let count = |label: usize| self.samples.iter().filter(|s| s.label == label).count();
+        let labels: Vec<usize> = self.samples.iter().map(|s| s.label).collect();
+        let counts = count_labels(&labels, self.classes.len());
         if self.classes.len() < 2 {
             bail!(
                 "found only one class ('{}') in {root}: training needs photos of at least two \
@@ -116,7 +117,7 @@ impl Dataset {
                 self.classes[0]
             );
         }
-        if let Some(label) = (0..self.classes.len()).find(|&label| count(label) < 2) {
+        if let Some(label) = counts.iter().position(|&count| count < 2) {
             let photo = self.samples.iter().find(|s| s.label == label).unwrap();
             bail!(
                 "class '{}' has only one photo in {root} ({}): training holds some of each \
@@ -264,6 +265,15 @@ fn classes_in_names(root: &Path, photos: Vec<PathBuf>) -> Result<ByClass> {
     Ok(by_class)
 }
 
+/// How many items each of `classes` classes has.
+fn count_labels(labels: &[usize], classes: usize) -> Vec<usize> {
+    let mut counts = vec![0; classes];
+    for &label in labels {
+        counts[label] += 1;
+    }
+    counts
+}
+
 /// Refuses a folder with no photos in either layout.
 fn check_classes(root: &Path, by_class: &ByClass) -> Result<()> {
     if by_class.is_empty() {
@@ -396,15 +406,6 @@ fn file_name(path: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// How many items each class has.
-    fn count_labels(labels: &[usize], classes: usize) -> Vec<usize> {
-        let mut counts = vec![0; classes];
-        for &label in labels {
-            counts[label] += 1;
-        }
-        counts
-    }
 
     fn class_counts(data: &Dataset) -> Vec<usize> {
         let labels: Vec<usize> = data.samples.iter().map(|s| s.label).collect();

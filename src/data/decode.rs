@@ -64,8 +64,9 @@ pub fn decode_photo(path: &Path, size: u32) -> Result<Vec<u8>> {
         let name = path.display().to_string();
         // Most photos are smaller than the header's share: then the header is all of it.
         let whole = header.len() as u64 == length && length < HEADER_BYTES;
-        let (_held, bytes) = if whole || decoding_bytes(&header, size).is_some() {
-            let held = reserve(&header, length, size, &name)?;
+        let declared = decoding_bytes(&header, size);
+        let (_held, bytes) = if whole || declared.is_some() {
+            let held = reserve(declared, &header, length, &name)?;
             let bytes = match whole {
                 true => header,
                 false => read_regular(path, MAX_PHOTO_BYTES)?,
@@ -77,7 +78,10 @@ pub fn decode_photo(path: &Path, size: u32) -> Result<Vec<u8>> {
             let file = decode_budget::shared().reserve(length);
             let bytes = read_regular(path, MAX_PHOTO_BYTES)?;
             drop(file);
-            (reserve(&bytes, length, size, &name)?, bytes)
+            (
+                reserve(decoding_bytes(&bytes, size), &bytes, length, &name)?,
+                bytes,
+            )
         };
         decode_read(&bytes, size, &name)
     })
@@ -89,21 +93,22 @@ pub fn decode_photo(path: &Path, size: u32) -> Result<Vec<u8>> {
 pub fn decode_photo_bytes(bytes: &[u8], size: u32, name: &str) -> Result<Vec<u8>> {
     std::panic::catch_unwind(|| {
         // All of it: the picture's size may come after the first HEADER_BYTES.
-        let _held = reserve(bytes, bytes.len() as u64, size, name)?;
+        let _held = reserve(decoding_bytes(bytes, size), bytes, bytes.len() as u64, name)?;
         decode_read(bytes, size, name)
     })
     .unwrap_or_else(|_| bail!("the decoder failed on {name}"))
 }
 
-/// Reserves the memory decoding a photo of `length` bytes that begins with `header` takes, or
-/// refuses a photo that would take more than [`MAX_PHOTO_BYTES`].
+/// Reserves the memory decoding a photo of `length` bytes that begins with `header` takes
+/// (`declared`: what [`decoding_bytes`] read from that header), or refuses a photo that would
+/// take more than [`MAX_PHOTO_BYTES`].
 fn reserve(
+    declared: Option<u64>,
     header: &[u8],
     length: u64,
-    size: u32,
     name: &str,
 ) -> Result<decode_budget::Reservation> {
-    let decoding = match decoding_bytes(header, size) {
+    let decoding = match declared {
         Some(bytes) => bytes,
         // A photo of a known format whose header never says its size: nothing can bound
         // what decoding it would take.

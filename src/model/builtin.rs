@@ -41,7 +41,7 @@ mod tests {
         assert_eq!(info.classes, ["cat", "dog"]);
         assert_eq!(info.image_size, 80);
         assert!(info.val_accuracy.unwrap() > 0.95, "{:?}", info.val_accuracy);
-        // Compiled into every catdog: under the ~4 MB issue 33 allows.
+        // Compiled into every catdog, so kept under 4 MB.
         assert!(WEIGHTS.len() < 4_000_000, "{} bytes", WEIGHTS.len());
         // A damaged copy is refused, not loaded.
         let mut damaged = WEIGHTS.to_vec();

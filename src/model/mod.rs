@@ -23,7 +23,7 @@ pub use resnet::ResNet18;
 pub use saved::{
     Calibration, FORMAT_VERSION, MAX_CLASSES, ModelInfo, TEMPERATURES, TrainedOn, save, save_info,
 };
-pub(crate) use saved::{is_model_folder, weights_ceiling};
+pub(crate) use saved::{info_path, is_model_folder, weights_ceiling};
 pub use typical::{FIT_PHOTOS_AT_LEAST, Typical, UNUSUAL_SHARE};
 
 /// Which trained model a command runs: never a surprise, so the output names it.

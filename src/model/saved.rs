@@ -197,9 +197,14 @@ pub fn save(dir: &Path, model: &Network, info: &ModelInfo) -> Result<()> {
     Ok(())
 }
 
+/// The model description in the model folder `dir`.
+pub(crate) fn info_path(dir: &Path) -> PathBuf {
+    dir.join(INFO_FILE)
+}
+
 /// Whether `dir` holds a model's description (it may still fail to load).
 pub(crate) fn is_model_folder(dir: &Path) -> bool {
-    dir.join(INFO_FILE).is_file()
+    info_path(dir).is_file()
 }
 
 /// Reads the model in `dir` onto `device`, checking that it is one this catdog can run.

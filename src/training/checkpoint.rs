@@ -150,8 +150,13 @@ pub fn save(
 }
 
 /// The state of the checkpoint in `out`, if there is one; an error if it is unreadable.
+/// The checkpoint's `state.json` for the run in `out`.
+pub(crate) fn state_path(out: &Path) -> PathBuf {
+    dir(out).join(STATE_FILE)
+}
+
 pub fn read_state(out: &Path) -> Result<Option<CheckpointState>> {
-    let path = dir(out).join(STATE_FILE);
+    let path = state_path(out);
     if !path.exists() {
         return Ok(None);
     }

@@ -188,7 +188,8 @@ pub(crate) fn fit_from(
     })
 }
 
-/// The training photos one epoch processed in this session, and its wall time.
+/// The training photos one epoch processed since this process started or resumed it, and
+/// its wall time.
 struct EpochTiming {
     photos: usize,
     seconds: f64,
@@ -215,7 +216,7 @@ fn run_epoch(
     );
     progress.epoch_started(epoch, settings.epochs, batches.len());
     let started = Instant::now();
-    let mut photos_this_session = 0;
+    let mut photos_since_start = 0;
     let augmentation = settings.augment.is_on().then_some(AugmentEpoch {
         kind: settings.augment,
         seed: settings.seed,
@@ -266,11 +267,11 @@ fn run_epoch(
             position.loss_sum += loss * photos as f64;
             position.correct += correct;
             position.batches_done = i + 1;
-            photos_this_session += photos;
+            photos_since_start += photos;
             photos_this_epoch += photos;
             progress.batch_finished(&BatchStats {
                 mean_loss: position.loss_sum / photos_this_epoch as f64,
-                photos_per_sec: photos_this_session as f64 / started.elapsed().as_secs_f64(),
+                photos_per_sec: photos_since_start as f64 / started.elapsed().as_secs_f64(),
             });
             if let Some(by) = (run.stop)() {
                 save_checkpoint(state)?;
@@ -294,7 +295,7 @@ fn run_epoch(
         .sync()
         .context("the device failed while training")?;
     Ok(ControlFlow::Continue(EpochTiming {
-        photos: photos_this_session,
+        photos: photos_since_start,
         seconds: started.elapsed().as_secs_f64(),
     }))
 }

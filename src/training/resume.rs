@@ -68,8 +68,8 @@ pub(crate) fn nothing_left(options: &TrainOptions) -> Result<Option<String>> {
     // the folder and stopped before saving leaves the earlier run's model, older than it.)
     let modified = |path: &Path| std::fs::metadata(path).and_then(|m| m.modified()).ok();
     let saved_after_the_checkpoint = match (
-        modified(&out.join("catdog.json")),
-        modified(&checkpoint::dir(out).join("state.json")),
+        modified(&crate::model::info_path(out)),
+        modified(&checkpoint::state_path(out)),
     ) {
         (Some(model), Some(state)) => model >= state,
         _ => false,
