@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, ensure};
 
+use crate::numbers::human_bytes;
+
 /// catdog's folder in the user's cache: `$XDG_CACHE_HOME/catdog` or `~/.cache/catdog`, on
 /// macOS `~/Library/Caches/catdog`, on Windows `%LOCALAPPDATA%\catdog`; `None` where the
 /// environment names no home.
@@ -144,17 +146,6 @@ fn still_at(file: &fs::File, path: &Path) -> bool {
 pub(crate) fn available_bytes(dir: &Path) -> Result<u64> {
     fs4::available_space(dir)
         .with_context(|| format!("cannot read the free space of {}", dir.display()))
-}
-
-/// `12.3 MiB`, `23.5 GiB`, `4.7 TiB`.
-pub(crate) fn human_bytes(bytes: u64) -> String {
-    const MIB: f64 = 1024.0 * 1024.0;
-    let mib = bytes as f64 / MIB;
-    match mib {
-        m if m >= 1024.0 * 1024.0 => format!("{:.1} TiB", m / (1024.0 * 1024.0)),
-        m if m >= 1024.0 => format!("{:.1} GiB", m / 1024.0),
-        m => format!("{m:.1} MiB"),
-    }
 }
 
 /// The size and CRC-32 that a description file records for a file it belongs with.
@@ -296,13 +287,6 @@ pub(crate) fn names_ending_in(dir: &Path, suffix: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sizes_are_written_in_the_largest_unit_that_keeps_a_whole_number() {
-        assert_eq!(human_bytes(512 << 20), "512.0 MiB");
-        assert_eq!(human_bytes(24_105 << 20), "23.5 GiB");
-        assert_eq!(human_bytes(4_915_200 << 20), "4.7 TiB");
-    }
 
     #[test]
     fn a_sweep_removes_abandoned_partial_files_and_spares_one_being_written() {

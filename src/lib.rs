@@ -13,7 +13,8 @@
 //! - [`data`]: folder → decoded, cached pixels → split → batches.
 //! - [`download`]: `catdog download`, an archive of photos fetched, checked and unpacked.
 //! - [`device`]: the backend choice (`device/backend.rs`) and what hardware there is.
-//! - [`chart`] draws pictures, and `fs` writes files that are never seen half-written.
+//! - [`chart`] draws pictures; `fs` writes files that are never seen half-written, and
+//!   `numbers` writes numbers, sizes and durations as people read them.
 
 mod bench;
 mod chart;
@@ -24,6 +25,7 @@ pub mod download;
 mod fs;
 pub mod inference;
 pub mod model;
+mod numbers;
 mod output;
 pub mod serve;
 pub mod training;

@@ -5,7 +5,8 @@ use plotters::coord::Shift;
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::prelude::*;
 
-use super::{COLORS, Picture, format_number, plot_error};
+use super::{COLORS, Picture, plot_error};
+use crate::numbers::format_number;
 
 /// One group of bars: a label under it and a value per series.
 pub struct BarGroup {

@@ -105,27 +105,3 @@ pub(crate) fn register_font() {
 fn plot_error<DB: DrawingBackend>(err: DrawingAreaErrorKind<DB::ErrorType>) -> anyhow::Error {
     anyhow!("cannot draw the chart: {err}")
 }
-
-/// 1234.5 → "1,235"; 45.67 → "45.7"; 7.512 → "7.51".
-pub fn format_number(value: f64) -> String {
-    if value >= 100.0 {
-        format_count(value.round() as u64)
-    } else if value >= 10.0 {
-        format!("{value:.1}")
-    } else {
-        format!("{value:.2}")
-    }
-}
-
-/// 17998 → "17,998"; 7 → "7".
-pub fn format_count(count: u64) -> String {
-    let digits = count.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}

@@ -41,7 +41,7 @@ pub struct BenchArgs {
     /// Photos per step; a comma-separated list measures each, and the table marks every
     /// backend's best.
     #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = "32",
-          value_parser = clap::value_parser!(u32).range(1..=4096))]
+          value_parser = clap::value_parser!(u32).range(1..=*bench::BATCH_SIZES.end() as i64))]
     pub batch_size: Vec<u32>,
     /// Upload the batches once and keep them on the device, so that the figures are the
     /// device's alone (by default each step makes its batch on the host and uploads it, as
@@ -83,9 +83,6 @@ pub(super) fn run(args: BenchArgs) -> Result<ExitCode> {
     if let Some(path) = &args.chart {
         chart::check_chart_path(path)?;
     }
-    if !(args.seconds > 0.0 && args.seconds.is_finite()) {
-        bail!("--seconds must be a positive number, not {}", args.seconds);
-    }
     let networks = distinct(&args.network);
     if networks.len() > 1 && (args.chart.is_some() || args.export_markdown.is_some()) {
         bail!(
@@ -93,15 +90,24 @@ pub(super) fn run(args: BenchArgs) -> Result<ExitCode> {
             networks.len()
         );
     }
-    let image_size = |network: NetworkKind| args.image_size.unwrap_or(network.default_image_size());
+    let settings = |network: NetworkKind| BenchSettings {
+        network,
+        image_size: args.image_size.unwrap_or(network.default_image_size()),
+        batch_sizes: distinct(&args.batch_size)
+            .into_iter()
+            .map(|size| size as usize)
+            .collect(),
+        data_on_device: args.data_on_device,
+        seconds: args.seconds,
+        repeats: args.repeats as usize,
+        warmup_steps: args.warmup_steps as usize,
+        data: args.data.clone(),
+        cancel: None,
+    };
+    // Every network's settings checked before the first is measured (memory aside, which
+    // depends on the backends).
     for &network in &networks {
-        let (size, smallest) = (image_size(network), network.smallest_image_size());
-        if size < smallest {
-            bail!(
-                "--image-size must be at least {smallest} px for {}, not {size}",
-                network.title()
-            );
-        }
+        settings(network).check(false)?;
     }
     let mut reports = Vec::new();
     for &network in &networks {
@@ -117,21 +123,7 @@ pub(super) fn run(args: BenchArgs) -> Result<ExitCode> {
         let backends = bench::open_backends(&choices, args.precision, &mut |line| {
             eprintln!("bench: {line}")
         })?;
-        let settings = BenchSettings {
-            network,
-            image_size: image_size(network),
-            batch_sizes: distinct(&args.batch_size)
-                .into_iter()
-                .map(|size| size as usize)
-                .collect(),
-            data_on_device: args.data_on_device,
-            seconds: args.seconds,
-            repeats: args.repeats as usize,
-            warmup_steps: args.warmup_steps as usize,
-            data: args.data.clone(),
-            cancel: None,
-        };
-        let report = bench::run(&backends, &settings, &mut TerminalBenchProgress)?;
+        let report = bench::run(&backends, &settings(network), &mut TerminalBenchProgress)?;
         if let Some(path) = &args.export_markdown {
             write_atomically(path, output::bench_markdown(&report).as_bytes())?;
         }

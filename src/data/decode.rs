@@ -19,7 +19,8 @@ use image::{DynamicImage, ImageDecoder, ImageReader, Limits, RgbImage};
 use rayon::prelude::*;
 
 use super::decode_budget::{self, MAX_PHOTO_BYTES};
-use crate::fs::{human_bytes, read_prefix, read_regular, regular_file_length};
+use crate::fs::{read_prefix, read_regular, regular_file_length};
+use crate::numbers::human_bytes;
 
 /// Largest width or height decoded: a bigger "photo" is more likely a decompression bomb.
 const MAX_SIDE: u32 = 16_384;

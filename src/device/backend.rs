@@ -49,6 +49,13 @@ impl BackendChoice {
         }
     }
 
+    /// The choice `name` names (`"gpu"`, `"flex"`, …), if catdog has one by that name.
+    pub fn from_name(name: &str) -> Option<BackendChoice> {
+        BackendChoice::ALL
+            .into_iter()
+            .find(|choice| choice.name() == name)
+    }
+
     /// One line for `--help`.
     pub fn help(self) -> &'static str {
         match self {

@@ -9,7 +9,7 @@ use anyhow::{Context, Result, bail, ensure};
 use ureq::Agent;
 
 use super::DownloadProgress;
-use crate::fs::human_bytes;
+use crate::numbers::human_bytes;
 
 /// Free space is checked again after every this many bytes.
 const ROOM_CHECK_EVERY: u64 = 64 << 20;

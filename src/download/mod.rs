@@ -17,9 +17,8 @@ use anyhow::{Context, Result, bail, ensure};
 use md5::{Digest, Md5};
 use serde::{Deserialize, Serialize};
 
-use crate::fs::{
-    available_bytes, folder_of, human_bytes, sync_folder, try_lock_file, write_atomically,
-};
+use crate::fs::{available_bytes, folder_of, sync_folder, try_lock_file, write_atomically};
+use crate::numbers::human_bytes;
 
 pub use archive::{Format, Layout};
 

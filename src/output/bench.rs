@@ -1,9 +1,10 @@
 //! `catdog bench`'s results: a table with the article's comparison, Markdown, a bar chart.
 
 use super::verdict::bench_verdict;
-use crate::bench::{BackendRun, BenchReport, Measurement};
-use crate::chart::{BarChart, BarGroup, format_number};
+use crate::bench::{BenchReport, Measurement, best_run, cpu_range};
+use crate::chart::{BarChart, BarGroup};
 use crate::device::{BackendKind, Precision};
+use crate::numbers::format_number;
 
 /// The bench table, as rows of cells: backend, device, batch, train, infer, and the speed-ups
 /// over the CPU backends at the same batch size. With several batch sizes, each backend's
@@ -23,18 +24,14 @@ fn bench_rows(report: &BenchReport) -> (Vec<&'static str>, Vec<Vec<String>>) {
         .runs
         .iter()
         .map(|run| {
-            let cpu_rates: Vec<f64> = report
-                .runs
-                .iter()
-                .filter(|r| r.backend != BackendKind::Wgpu && r.batch_size == run.batch_size)
-                .map(|r| r.train_images_per_sec)
-                .collect();
+            let cpu_rates = cpu_range(report, run.batch_size);
             let ratio = |base: Option<f64>| {
                 base.map_or("-".to_string(), |b| {
                     format!("{:.1}×", run.train_images_per_sec / b)
                 })
             };
-            let is_best = several && std::ptr::eq(best_run(report, run.backend), run);
+            let is_best = several
+                && best_run(report, run.backend).is_some_and(|best| std::ptr::eq(best, run));
             vec![
                 match run.precision {
                     Precision::F32 => run.backend.to_string(),
@@ -48,22 +45,12 @@ fn bench_rows(report: &BenchReport) -> (Vec<&'static str>, Vec<Vec<String>>) {
                     if is_best { " ★ best" } else { "" }
                 ),
                 with_spread(&run.infer),
-                ratio(cpu_rates.iter().copied().reduce(f64::min)),
-                ratio(cpu_rates.iter().copied().reduce(f64::max)),
+                ratio(cpu_rates.map(|(slowest, _)| slowest)),
+                ratio(cpu_rates.map(|(_, fastest)| fastest)),
             ]
         })
         .collect();
     (header, rows)
-}
-
-/// `backend`'s run with the most training photos per second, over every batch size.
-fn best_run(report: &BenchReport, backend: BackendKind) -> &BackendRun {
-    report
-        .runs
-        .iter()
-        .filter(|r| r.backend == backend)
-        .max_by(|a, b| a.train_images_per_sec.total_cmp(&b.train_images_per_sec))
-        .expect("every backend measured has a run")
 }
 
 /// "batch 32", "batches 32, 128, 512".

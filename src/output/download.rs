@@ -1,7 +1,7 @@
 //! `catdog download`'s summary for people (its JSON is the [`Summary`] itself).
 
-use crate::chart::format_count;
 use crate::download::Summary;
+use crate::numbers::format_count;
 
 /// How many photos of each class are where, what was left out, and what to run next.
 pub fn download_summary(summary: &Summary) -> String {

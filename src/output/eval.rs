@@ -1,8 +1,9 @@
 //! `catdog eval` for people (its JSON is the [`Evaluation`] itself), and its reliability
 //! diagram.
 
-use crate::chart::{ConfidenceBand, ReliabilityDiagram, format_count};
+use crate::chart::{ConfidenceBand, ReliabilityDiagram};
 use crate::inference::{Evaluation, Photos, SURE};
+use crate::numbers::format_count;
 
 /// `catdog eval` for people: accuracy, a line per class, the confusion matrix, the mistakes.
 pub fn evaluation_text(evaluation: &Evaluation) -> String {

@@ -4,7 +4,6 @@
 mod bench;
 mod devices;
 mod download;
-mod duration;
 mod eval;
 mod model;
 mod predict;

@@ -1,8 +1,8 @@
 //! Which model answered: the line `predict` and `eval` start with, and its name in JSON.
 
-use crate::chart::format_count;
 use crate::inference::Predictor;
 use crate::model::{BUILTIN_HELD_OUT, BUILTIN_TRAINED_ON, ModelChoice, NetworkKind};
+use crate::numbers::format_count;
 
 /// `model: models/catdog (...)` or `model: built-in (...)`, with what it learned from and
 /// how it did on the photos it held out.

@@ -51,7 +51,7 @@ pub fn prediction_json(prediction: &Prediction, model: &ModelChoice) -> Value {
 pub fn prediction_speed(photos: usize, seconds: f64) -> String {
     format!(
         "predicted {} photos in {seconds:.1} s: {:.0} photos/s, decoding included",
-        crate::chart::format_count(photos as u64),
+        crate::numbers::format_count(photos as u64),
         photos as f64 / seconds.max(1e-9)
     )
 }

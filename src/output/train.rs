@@ -2,12 +2,11 @@
 
 use serde_json::{Value, json};
 
-use super::duration::{EPOCHS, KAGGLE_PHOTOS, human_duration, training_time};
 use super::lossy;
-use super::verdict::{ARTICLE_CPU, ARTICLE_GPU};
-use crate::chart::{format_count, format_number};
+use crate::bench::{ARTICLE_CPU, ARTICLE_GPU, EPOCHS, KAGGLE_PHOTOS, training_time};
 use crate::device::Precision;
 use crate::model::Calibration;
+use crate::numbers::{format_count, format_number, human_duration};
 use crate::training::TrainReport;
 
 /// The human summary of a training run.

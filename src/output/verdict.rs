@@ -2,55 +2,13 @@
 //! ratio, the article's 10 and 1,000, one job's waiting time at each rate, and why the
 //! figures differ from the article's.
 
-use super::duration::{EPOCHS, KAGGLE_PHOTOS, training_time};
-use crate::bench::{BackendRun, BenchReport};
-use crate::chart::{format_count, format_number};
+use crate::bench::{
+    ARTICLE_CPU, ARTICLE_GPU, BackendRun, BenchReport, EPOCHS, KAGGLE_PHOTOS,
+    RESNET18_MULTIPLY_ADDS, RESNET50_MULTIPLY_ADDS, Sides, best_run, training_time,
+};
 use crate::device::BackendKind;
 use crate::model::NetworkKind;
-
-/// The article's figures: training a dog-vs-cat classifier, photos per second.
-pub const ARTICLE_CPU: f64 = 10.0;
-pub const ARTICLE_GPU: f64 = 1_000.0;
-
-/// Multiply-adds of one photo's forward pass through the networks such articles mean, at
-/// 224 px (torchvision's published figures for `resnet18` and `resnet50`).
-const RESNET18_MULTIPLY_ADDS: f64 = 1.81e9;
-const RESNET50_MULTIPLY_ADDS: f64 = 4.09e9;
-
-/// The fastest CPU backend and the fastest hardware GPU among `runs`, and wgpu on a software
-/// rasterizer where it ran.
-struct Sides<'a> {
-    cpu: Option<&'a BackendRun>,
-    gpu: Option<&'a BackendRun>,
-    software: Option<&'a BackendRun>,
-}
-
-impl<'a> Sides<'a> {
-    fn of(runs: &[&'a BackendRun]) -> Sides<'a> {
-        let fastest = |keep: &dyn Fn(&BackendRun) -> bool| {
-            runs.iter()
-                .copied()
-                .filter(|r| keep(r))
-                .max_by(|a, b| a.train_images_per_sec.total_cmp(&b.train_images_per_sec))
-        };
-        Sides {
-            cpu: fastest(&|r| r.backend != BackendKind::Wgpu),
-            gpu: fastest(&|r| r.hardware_gpu),
-            software: fastest(&|r| r.backend == BackendKind::Wgpu && !r.hardware_gpu),
-        }
-    }
-
-    /// The sides at the first batch size `report` measured, the one its answer compares at.
-    fn at_first_batch(report: &'a BenchReport) -> Sides<'a> {
-        let first = report.settings.batch_sizes[0];
-        let runs: Vec<&BackendRun> = report
-            .runs
-            .iter()
-            .filter(|r| r.batch_size == first)
-            .collect();
-        Sides::of(&runs)
-    }
-}
+use crate::numbers::{format_count, format_number};
 
 /// "1,234 photos/s".
 fn rate(run: &BackendRun) -> String {
@@ -166,8 +124,7 @@ pub fn networks_line(reports: &[BenchReport]) -> String {
 
 /// With several batch sizes: each side at its own best batch size, saying so.
 fn best_batches(report: &BenchReport) -> String {
-    let all: Vec<&BackendRun> = report.runs.iter().collect();
-    let sides = Sides::of(&all);
+    let sides = Sides::at_best_batch(report);
     let side = |name: &str, run: Option<&BackendRun>| {
         run.map(|r| format!("{name} {} (batch {})", rate(r), r.batch_size))
     };
@@ -175,11 +132,8 @@ fn best_batches(report: &BenchReport) -> String {
         .into_iter()
         .flatten()
         .collect();
-    if let (Some(cpu), Some(gpu)) = (sides.cpu, sides.gpu) {
-        parts.push(format!(
-            "{:.0}×",
-            gpu.train_images_per_sec / cpu.train_images_per_sec
-        ));
+    if let Some(ratio) = sides.gpu_over_cpu() {
+        parts.push(format!("{ratio:.0}×"));
     }
     format!("  Each at its best batch size: {}.\n", parts.join(", "))
 }
@@ -235,11 +189,7 @@ fn why(sides: &Sides, report: &BenchReport, multiply_adds: f64) -> String {
             RESNET50_MULTIPLY_ADDS / multiply_adds
         ),
     };
-    let ndarray = report
-        .runs
-        .iter()
-        .filter(|r| r.backend == BackendKind::Ndarray)
-        .max_by(|a, b| a.train_images_per_sec.total_cmp(&b.train_images_per_sec));
+    let ndarray = best_run(report, BackendKind::Ndarray);
     match (sides.cpu, ndarray) {
         (Some(cpu), Some(ndarray)) if cpu.backend != BackendKind::Ndarray => {
             out.push_str(&format!(

@@ -16,7 +16,7 @@ use crate::bench::{self, BenchProgress, BenchReport, BenchSettings};
 use crate::chart;
 use crate::device::{Backend, BackendChoice, Precision};
 use crate::fs::{read_regular, write_atomically};
-use crate::model::{IMAGE_SIZES, NetworkKind};
+use crate::model::NetworkKind;
 use crate::output;
 
 /// Earlier results the page lists, newest first, and keeps on disk.
@@ -78,8 +78,8 @@ impl BenchRequest {
             Some(names) => {
                 let mut choices = Vec::new();
                 for name in names {
-                    match BackendChoice::ALL.iter().find(|c| c.name() == name) {
-                        Some(&choice) => choices.push(choice),
+                    match BackendChoice::from_name(&name) {
+                        Some(choice) => choices.push(choice),
                         None => return bad(&format!("backend {name:?} is not one catdog has")),
                     }
                 }
@@ -95,31 +95,16 @@ impl BenchRequest {
             warmup_steps: request.warmup_steps.unwrap_or(defaults.warmup_steps),
             ..defaults
         };
-        if !IMAGE_SIZES.contains(&settings.image_size) {
-            return bad(&format!(
-                "image size must be {} to {} px",
-                IMAGE_SIZES.start(),
-                IMAGE_SIZES.end()
-            ));
+        // `catdog bench`'s own check, memory included where the race would run on the CPU.
+        if let Err(err) = settings.check(bench::any_in_host_memory(&choices)) {
+            return Err(Reply::error(400, format!("the bench's settings: {err:#}")));
         }
-        if !(1..=4096).contains(&settings.batch_sizes[0]) {
-            return bad("batch size must be 1 to 4096");
+        // The page's own limits: a race is for watching, and holds the only bench slot.
+        if settings.seconds > 60.0 {
+            return bad("window must be at most 60 s");
         }
-        if !(settings.seconds > 0.0 && settings.seconds <= 60.0) {
-            return bad("window must be longer than 0 s and at most 60 s");
-        }
-        if !(1..=10).contains(&settings.repeats) || settings.warmup_steps > 100 {
+        if settings.repeats > 10 || settings.warmup_steps > 100 {
             return bad("windows must be 1 to 10, and warm-up steps at most 100");
-        }
-        // Memory, by `catdog bench`'s own rule, where the race would run on the CPU.
-        let on_the_cpu = |choice: &BackendChoice| {
-            crate::device::plan(*choice)
-                .is_ok_and(|plan| bench::in_host_memory(plan.kind, plan.adapter))
-        };
-        if choices.iter().any(on_the_cpu)
-            && let Err(err) = bench::check_cpu_memory(&settings)
-        {
-            return Err(Reply::error(400, format!("{err:#}")));
         }
         Ok((choices, settings))
     }

@@ -4,7 +4,7 @@
 use std::io::Read;
 
 use super::reply::Reply;
-use crate::fs::human_bytes;
+use crate::numbers::human_bytes;
 
 /// The largest photo the page takes: a phone's photo is 2–12 MB.
 pub(crate) const MAX_PHOTO_BYTES: u64 = 20 << 20;

@@ -61,18 +61,7 @@ pub fn steady_images_per_sec(history: &[EpochStats]) -> f64 {
         [] => return 0.0,
     };
     rates.sort_by(f64::total_cmp);
-    median(&rates)
-}
-
-/// The median of `sorted` values (sorted ascending, at least one): the middle one, or the
-/// mean of the middle two.
-pub(crate) fn median(sorted: &[f64]) -> f64 {
-    let middle = sorted.len() / 2;
-    if sorted.len() % 2 == 1 {
-        sorted[middle]
-    } else {
-        (sorted[middle - 1] + sorted[middle]) / 2.0
-    }
+    crate::numbers::median(&rates)
 }
 
 /// The epoch whose network a run saves: the best validated one, or the last without

@@ -42,7 +42,7 @@ pub use progress::{BatchStats, TrainProgress};
 pub use schedule::Schedule;
 pub use settings::{FitSettings, MAX_GENERATED, TrainOptions};
 
-pub(crate) use history::{kept_epoch, median};
+pub(crate) use history::kept_epoch;
 pub(crate) use interrupt::install as install_interrupt_handlers;
 pub(crate) use interrupt::{
     install_saying as install_interrupt_handlers_saying, requested as interrupted,

@@ -11,7 +11,8 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 
 use super::checkpoint;
-use crate::fs::{available_bytes, human_bytes, partial_file_in, remove_partial_files};
+use crate::fs::{available_bytes, partial_file_in, remove_partial_files};
+use crate::numbers::human_bytes;
 
 const LOCK_FILE: &str = ".catdog.lock";
 

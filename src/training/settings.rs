@@ -245,8 +245,8 @@ fn check_generated_fits(count: usize, image_size: u32) -> Result<()> {
         bail!(
             "{count} generated pictures of {image_size} px take {}, more than half of this \
              computer's {} of memory: give a smaller --generated or --image-size",
-            crate::fs::human_bytes(bytes),
-            crate::fs::human_bytes(memory)
+            crate::numbers::human_bytes(bytes),
+            crate::numbers::human_bytes(memory)
         );
     }
     Ok(())
