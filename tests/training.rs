@@ -7,9 +7,9 @@ use burn::tensor::Distribution::Uniform;
 use burn::tensor::{Device, Tensor};
 use catdog::data::{ImageSet, Normalization, stratified_split, synth};
 use catdog::device::{BackendKind, CpuBackend, cpu_backend};
-use catdog::inference::{Predictor, calibrate, class_probabilities, evaluate};
+use catdog::inference::{Predictor, Readout, Runner};
 use catdog::model::{self as saved_model, ModelChoice, ModelInfo, Network, NetworkKind};
-use catdog::training::{EpochStats, FitSettings, Schedule, TrainOptions, best_epoch, fit, train};
+use catdog::training::{EpochStats, Schedule, TrainOptions, TrainSettings, best_epoch, fit, train};
 
 /// Generated pictures split 90/10.
 fn generated(count: usize, size: u32, seed: u64) -> (ImageSet, ImageSet) {
@@ -29,11 +29,11 @@ fn assert_loss_falls(epochs: &[EpochStats]) {
 #[test]
 fn flex_learns_the_generated_pictures() {
     let (train, val) = generated(4000, 32, 1);
-    let settings = FitSettings {
+    let settings = TrainSettings {
         epochs: 4,
         learning_rate: 3e-3,
         seed: 1,
-        ..FitSettings::default()
+        ..TrainSettings::default()
     };
     let backend = cpu_backend(CpuBackend::Flex);
     let (_, epochs) = fit(
@@ -57,12 +57,12 @@ fn flex_learns_the_generated_pictures() {
 #[test]
 fn ndarray_training_lowers_the_loss() {
     let (train, _) = generated(40, 32, 2);
-    let settings = FitSettings {
+    let settings = TrainSettings {
         epochs: 4,
         batch_size: 16,
         learning_rate: 3e-3,
         seed: 2,
-        ..FitSettings::default()
+        ..TrainSettings::default()
     };
     let backend = cpu_backend(CpuBackend::Ndarray);
     let (_, epochs) = fit(
@@ -86,12 +86,12 @@ fn wgpu_training_lowers_the_loss() {
     // 36 pictures in batches of 4: the bench tests' batch size and image size, so that a fresh
     // machine tunes these kernels once for all of them (minutes on lavapipe for each new size).
     let (train, _) = generated(40, 16, 3);
-    let settings = FitSettings {
+    let settings = TrainSettings {
         epochs: 4,
         batch_size: 4,
         learning_rate: 3e-3,
         seed: 3,
-        ..FitSettings::default()
+        ..TrainSettings::default()
     };
     let (_, epochs) = fit(
         &train,
@@ -111,13 +111,13 @@ fn wgpu_training_lowers_the_loss() {
 #[test]
 fn resnet18_training_lowers_the_loss() {
     let (train, _) = generated(36, 32, 4);
-    let settings = FitSettings {
+    let settings = TrainSettings {
         network: NetworkKind::ResNet18,
         epochs: 3,
         batch_size: 8,
         learning_rate: 3e-3,
         seed: 4,
-        ..FitSettings::default()
+        ..TrainSettings::default()
     };
     let (model, epochs) = fit(
         &train,
@@ -137,12 +137,12 @@ fn resnet18_training_lowers_the_loss() {
 /// and the pictures it held out.
 fn one_epoch_model(size: u32, seed: u64) -> (Network, ImageSet) {
     let (train, val) = generated(64, size, seed);
-    let settings = FitSettings {
+    let settings = TrainSettings {
         epochs: 1,
         batch_size: 16,
         seed,
         dropout: 0.3,
-        ..FitSettings::default()
+        ..TrainSettings::default()
     };
     let (model, _) = fit(
         &train,
@@ -166,8 +166,9 @@ fn a_saved_model_predicts_the_same_on_every_backend() {
     let flex = cpu_backend(CpuBackend::Flex);
     let normalization = Normalization::default();
     let images: Vec<&[u8]> = (0..val.len()).map(|i| val.image(i)).collect();
-    let expected =
-        class_probabilities(&model, &images, size, &normalization, &flex.device, false).unwrap();
+    let expected = Runner::new(&model, size, &normalization, &flex.device, images.len())
+        .probabilities(&images)
+        .unwrap();
 
     let dir = tempfile::tempdir().unwrap();
     let info = ModelInfo {
@@ -187,6 +188,7 @@ fn a_saved_model_predicts_the_same_on_every_backend() {
         weights_bytes: 0,
         weights_crc32: 0,
         trained_on: None,
+        settings: None,
         calibration: None,
         typical: None,
     };
@@ -221,11 +223,11 @@ fn a_saved_model_predicts_the_same_on_every_backend() {
 fn an_overconfident_model_gets_a_temperature_above_one() {
     let size = 16;
     let (train, _) = generated(400, size, 9);
-    let settings = FitSettings {
+    let settings = TrainSettings {
         epochs: 1,
         batch_size: 16,
         seed: 9,
-        ..FitSettings::default()
+        ..TrainSettings::default()
     };
     let device = cpu_backend(CpuBackend::Flex).device;
     let normalization = Normalization::default();
@@ -243,7 +245,8 @@ fn an_overconfident_model_gets_a_temperature_above_one() {
     // Pictures it never saw, to fit and measure on.
     let check = synth::generate(600, size, 10);
     let calibrate = |model: &Network| {
-        calibrate(model, &check, &normalization, &device, 64)
+        Runner::new(model, check.size(), &normalization, &device, 64)
+            .calibrate(&check)
             .unwrap()
             .expect("a calibration for a non-empty set")
     };
@@ -274,7 +277,8 @@ fn an_overconfident_model_gets_a_temperature_above_one() {
         "deterministic"
     );
     assert!(
-        catdog::inference::calibrate(&model, &empty, &normalization, &device, 64)
+        Runner::new(&model, empty.size(), &normalization, &device, 64)
+            .calibrate(&empty)
             .unwrap()
             .is_none()
     );
@@ -318,13 +322,13 @@ fn swapped_labels(set: &ImageSet) -> ImageSet {
 fn fit_against_swapped_labels(epochs: usize, patience: Option<usize>) -> (f64, Vec<EpochStats>) {
     let (train, _) = generated(400, 32, 5);
     let val = swapped_labels(&train.select(&(0..100).collect::<Vec<_>>()));
-    let settings = FitSettings {
+    let settings = TrainSettings {
         epochs,
         learning_rate: 3e-3,
         schedule: Schedule::Constant,
         seed: 5,
         patience,
-        ..FitSettings::default()
+        ..TrainSettings::default()
     };
     let backend = cpu_backend(CpuBackend::Flex);
     let normalization = Normalization::default();
@@ -338,7 +342,9 @@ fn fit_against_swapped_labels(epochs: usize, patience: Option<usize>) -> (f64, V
         &mut (),
     )
     .unwrap();
-    let (_, accuracy) = evaluate(&model, &val, &normalization, &backend.device, 32).unwrap();
+    let (_, accuracy) = Runner::new(&model, val.size(), &normalization, &backend.device, 32)
+        .evaluate(&val)
+        .unwrap();
     (accuracy, history)
 }
 
@@ -390,7 +396,13 @@ fn flip_averages_a_photo_with_its_mirror_image() {
         .collect();
     let mirrored: Vec<&[u8]> = mirrored.iter().map(Vec::as_slice).collect();
     let probabilities = |images: &[&[u8]], flip| {
-        class_probabilities(&model, images, size, &normalization, &flex.device, flip).unwrap()
+        Runner::new(&model, size, &normalization, &flex.device, images.len())
+            .with_readout(Readout {
+                flip,
+                ..Readout::PLAIN
+            })
+            .probabilities(images)
+            .unwrap()
     };
     let (plain, of_mirrored) = (
         probabilities(&images, false),
@@ -891,30 +903,30 @@ fn fit_refuses_settings_it_cannot_use() {
     let device = cpu_backend(CpuBackend::Flex).device;
     for (settings, flag) in [
         (
-            FitSettings {
+            TrainSettings {
                 epochs: 0,
-                ..FitSettings::default()
+                ..TrainSettings::default()
             },
             "--epochs",
         ),
         (
-            FitSettings {
+            TrainSettings {
                 batch_size: 0,
-                ..FitSettings::default()
+                ..TrainSettings::default()
             },
             "--batch-size",
         ),
         (
-            FitSettings {
+            TrainSettings {
                 learning_rate: f64::NAN,
-                ..FitSettings::default()
+                ..TrainSettings::default()
             },
             "--lr",
         ),
         (
-            FitSettings {
+            TrainSettings {
                 patience: Some(0),
-                ..FitSettings::default()
+                ..TrainSettings::default()
             },
             "--patience",
         ),
@@ -939,7 +951,10 @@ fn fit_refuses_settings_it_cannot_use() {
 fn train_refuses_options_it_cannot_use() {
     let out = tempfile::tempdir().unwrap();
     let options = TrainOptions {
-        val_split: 1.5,
+        settings: TrainSettings {
+            val_split: 1.5,
+            ..TrainSettings::default()
+        },
         out: out.path().join("model"),
         ..TrainOptions::default()
     };

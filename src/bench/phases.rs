@@ -11,9 +11,10 @@ use crate::data::{
     AugmentEpoch, Augmentation, DeviceBatch, HostBatch, ImageSet, Normalization, Sample,
     batch_indices, batch_rng, decode_photos, prefetch, synth,
 };
-use crate::device::{Backend, Batch, explain_panic};
-use crate::inference::{Readout, class_probabilities, log_probabilities_on_device};
-use crate::training::{FitSettings, Trainer};
+use crate::device::Backend;
+use crate::inference::Runner;
+use crate::model::TrainSettings;
+use crate::training::Trainer;
 
 /// AdamW's learning rate in the bench: constant, as in the PyTorch reference.
 const LEARNING_RATE: f64 = 1e-3;
@@ -58,10 +59,10 @@ pub(super) fn bench_backend(
     let mut trainer = Trainer::new(
         synth::CLASSES.len(),
         &backend.device,
-        &FitSettings {
+        &TrainSettings {
             network: settings.network,
             seed: 7,
-            ..FitSettings::default()
+            ..TrainSettings::default()
         },
     );
     let mut workload = Workload {
@@ -162,21 +163,21 @@ fn inference(
     let mut infer_step = || {
         step += 1;
         let indices = workload.batch(step);
+        let pictures = workload.pictures;
+        let runner = Runner::new(
+            &model,
+            pictures.size(),
+            &workload.normalization,
+            &backend.device,
+            indices.len(),
+        );
         match workload.resident(step) {
-            Some((_, images)) => explain_panic(Batch::Chosen(indices.len()), || {
-                log_probabilities_on_device(&model, images.clone(), Readout::PLAIN);
-            })?,
+            Some((_, images)) => {
+                runner.log_probabilities_on_device(images.clone())?;
+            }
             None => {
-                let pictures = workload.pictures;
                 let images: Vec<&[u8]> = indices.iter().map(|&i| pictures.image(i)).collect();
-                class_probabilities(
-                    &model,
-                    &images,
-                    pictures.size(),
-                    &workload.normalization,
-                    &backend.device,
-                    false,
-                )?;
+                runner.probabilities(&images)?;
             }
         }
         Ok(indices.len())

@@ -61,11 +61,17 @@ impl BenchSettings {
     /// (`on_the_cpu`), a training step that would not fit in half of it.
     pub fn check(&self, on_the_cpu: bool) -> Result<()> {
         let smallest = (*IMAGE_SIZES.start()).max(self.network.smallest_image_size());
-        if !(smallest..=*IMAGE_SIZES.end()).contains(&self.image_size) {
+        if self.image_size < smallest {
             bail!(
-                "the image size must be {smallest} to {} px for {}, not {}",
-                IMAGE_SIZES.end(),
+                "the image size must be at least {smallest} px for {}, not {}",
                 self.network.title(),
+                self.image_size
+            );
+        }
+        if self.image_size > *IMAGE_SIZES.end() {
+            bail!(
+                "the image size must be at most {} px, not {}",
+                IMAGE_SIZES.end(),
                 self.image_size
             );
         }
@@ -120,7 +126,11 @@ mod tests {
                 s.network = NetworkKind::ResNet18;
                 s.image_size = 16;
             }),
-            "the image size must be 32 to 1024 px for ResNet-18, not 16"
+            "the image size must be at least 32 px for ResNet-18, not 16"
+        );
+        assert_eq!(
+            refusal(&|s| s.image_size = 2000),
+            "the image size must be at most 1024 px, not 2000"
         );
         assert_eq!(
             refusal(&|s| s.batch_sizes = vec![32, 5000]),

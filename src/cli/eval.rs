@@ -12,9 +12,8 @@ use crate::inference::{
     NOT_SURE_BELOW, Photos, Predictor, check_contact_sheet_path, evaluate_folder, fit_typical_on,
     held_out_photos, write_contact_sheet,
 };
-use crate::model::{FIT_PHOTOS_AT_LEAST, ModelChoice, ModelInfo, save_info};
+use crate::model::{FIT_PHOTOS_AT_LEAST, ModelChoice, ModelInfo, TrainSettings, save_info};
 use crate::output;
-use crate::training::TrainOptions;
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
@@ -45,7 +44,7 @@ pub struct EvalArgs {
     pub val_split: Option<f64>,
     #[arg(long, requires = "held_out",
           help = with_default("The --seed the model was trained with, for a model saved before \
-                               catdog recorded it", defaults().settings.seed))]
+                               catdog recorded it", defaults().seed))]
     pub seed: Option<u64>,
     /// Draw the reliability diagram (SVG or PNG): per band of probability, how many answers
     /// were right.
@@ -61,8 +60,8 @@ pub struct EvalArgs {
     pub json: bool,
 }
 
-fn defaults() -> TrainOptions {
-    TrainOptions::default()
+fn defaults() -> TrainSettings {
+    TrainSettings::default()
 }
 
 pub(super) fn run(args: EvalArgs) -> Result<ExitCode> {
@@ -79,7 +78,7 @@ pub(super) fn run(args: EvalArgs) -> Result<ExitCode> {
     }
     let mut predictor = Predictor::load(&model, &backend)?.with_flip(!args.answering.no_flip);
     let subset = if args.held_out {
-        let fallback = (defaults().val_split, defaults().settings.seed);
+        let fallback = (defaults().val_split, defaults().seed);
         held_out_photos(predictor.info(), args.val_split, args.seed, fallback)?
     } else {
         Photos::All

@@ -9,7 +9,7 @@ use clap::Args;
 use super::with_default;
 use crate::data::Augmentation;
 use crate::device::{self, BackendChoice, Precision};
-use crate::model::{ModelChoice, NetworkKind};
+use crate::model::{ModelChoice, NetworkKind, TrainSettings};
 use crate::output::{self, TerminalProgress};
 use crate::training::{self, Schedule, TrainOptions, TrainOutcome, TrainRequest};
 
@@ -40,10 +40,10 @@ pub struct TrainArgs {
     #[arg(long, value_enum)]
     pub precision: Option<Precision>,
     #[arg(short, long, value_parser = clap::value_parser!(u32).range(1..),
-          help = with_default("Passes over the training photos", defaults().settings.epochs))]
+          help = with_default("Passes over the training photos", defaults().epochs))]
     pub epochs: Option<u32>,
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096),
-          help = with_default("Photos per training step", defaults().settings.batch_size))]
+          help = with_default("Photos per training step", defaults().batch_size))]
     pub batch_size: Option<u32>,
     /// The network to train [default: small-cnn]
     #[arg(long, value_enum)]
@@ -53,14 +53,14 @@ pub struct TrainArgs {
     #[arg(long, value_name = "PX", value_parser = super::image_size)]
     pub image_size: Option<u32>,
     #[arg(long, value_name = "F",
-          help = with_default("AdamW's (peak) learning rate", defaults().settings.learning_rate))]
+          help = with_default("AdamW's (peak) learning rate", defaults().learning_rate))]
     pub lr: Option<f64>,
     #[arg(long, value_enum,
           help = with_default("How the learning rate changes over the run",
-                              defaults().settings.schedule.name()))]
+                              defaults().schedule.name()))]
     pub schedule: Option<Schedule>,
     #[arg(long, value_name = "F",
-          help = with_default("AdamW's weight decay", defaults().settings.weight_decay))]
+          help = with_default("AdamW's weight decay", defaults().weight_decay))]
     pub weight_decay: Option<f64>,
     /// Stop once validation accuracy has not improved for N epochs (the best epoch is kept
     /// either way)
@@ -72,7 +72,7 @@ pub struct TrainArgs {
     pub val_split: Option<f64>,
     #[arg(long,
           help = with_default("Seeds the weights, the split, the shuffling and the augmentation",
-                              defaults().settings.seed))]
+                              defaults().seed))]
     pub seed: Option<u64>,
     /// Vary the training pictures, differently every epoch: `--augment` alone is `light`
     #[arg(long, value_enum, value_name = "KIND", num_args = 0..=1,
@@ -80,12 +80,12 @@ pub struct TrainArgs {
     pub augment: Option<Augmentation>,
     #[arg(long, value_name = "F",
           help = with_default("Zero this fraction of the features before the classifier in \
-                               every training step", defaults().settings.dropout))]
+                               every training step", defaults().dropout))]
     pub dropout: Option<f64>,
     #[arg(long, value_name = "F",
           help = with_default("Give this share of each target's probability to all classes \
                                evenly; the training loss shown then includes it",
-                              defaults().settings.label_smoothing))]
+                              defaults().label_smoothing))]
     pub label_smoothing: Option<f64>,
     /// Model folder to write; it also holds the run's checkpoint [default: models/catdog
     /// with --data, models/demo for the generated pictures]
@@ -99,39 +99,54 @@ pub struct TrainArgs {
     pub json: bool,
 }
 
-fn defaults() -> TrainOptions {
-    TrainOptions::default()
+fn defaults() -> TrainSettings {
+    TrainSettings::default()
 }
 
 impl TrainArgs {
-    /// The flags as the library takes them, `None` where not given.
-    fn request(&self) -> TrainRequest {
+    /// Sets, on `settings`, each setting whose flag was given; the others keep their values.
+    fn set_on(&self, settings: &mut TrainSettings) {
+        fn set<T: Copy>(given: Option<T>, setting: &mut T) {
+            if let Some(value) = given {
+                *setting = value;
+            }
+        }
         let size = |n: Option<u32>| n.map(|n| n as usize);
+        if self.data.is_some() {
+            settings.data.clone_from(&self.data);
+        }
+        set(size(self.generated), &mut settings.generated_count);
+        set(self.network, &mut settings.network);
+        set(self.image_size, &mut settings.image_size);
+        set(size(self.epochs), &mut settings.epochs);
+        set(size(self.batch_size), &mut settings.batch_size);
+        set(self.lr, &mut settings.learning_rate);
+        set(self.schedule, &mut settings.schedule);
+        set(self.weight_decay, &mut settings.weight_decay);
+        if let Some(patience) = size(self.patience) {
+            settings.patience = Some(patience);
+        }
+        set(self.val_split, &mut settings.val_split);
+        set(self.seed, &mut settings.seed);
+        set(self.augment, &mut settings.augment);
+        set(self.dropout, &mut settings.dropout);
+        set(self.label_smoothing, &mut settings.label_smoothing);
+        set(self.precision, &mut settings.precision);
+    }
+
+    /// The request as the library takes it: the folder, `--resume`, and the flags given.
+    fn options(&self) -> Result<TrainOptions> {
         TrainRequest {
-            data: self.data.clone(),
-            generated: size(self.generated),
-            network: self.network,
-            image_size: self.image_size,
-            epochs: size(self.epochs),
-            batch_size: size(self.batch_size),
-            learning_rate: self.lr,
-            schedule: self.schedule,
-            weight_decay: self.weight_decay,
-            patience: size(self.patience),
-            val_split: self.val_split,
-            seed: self.seed,
-            augment: self.augment,
-            dropout: self.dropout,
-            label_smoothing: self.label_smoothing,
-            precision: self.precision,
             out: self.out.clone(),
             resume: self.resume,
+            flags: &|settings| self.set_on(settings),
         }
+        .options()
     }
 }
 
 pub(super) fn run(args: TrainArgs) -> Result<ExitCode> {
-    let options = args.request().options()?;
+    let options = args.options()?;
     let selection = device::select(args.backend)?;
     eprintln!("{}", super::backend_line(&selection));
     training::install_interrupt_handlers()?;
@@ -154,7 +169,7 @@ pub(super) fn run(args: TrainArgs) -> Result<ExitCode> {
         println!("{}", output::train_json(&report));
     } else {
         println!("{}", output::train_summary(&report));
-        if options.data.is_none() {
+        if options.settings.data.is_none() {
             println!(
                 "\nThat was the speed demo on drawn faces. {} {}",
                 which_model_predicts(&options.out, true),
@@ -196,5 +211,57 @@ fn same_folder(a: &Path, b: &Path) -> bool {
     match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
         (Ok(a), Ok(b)) => a == b,
         _ => a == b,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Train {
+        #[command(flatten)]
+        args: TrainArgs,
+    }
+
+    /// Each flag that `--resume` could name sets its own setting, and only it: a setting added
+    /// without its flag (or a flag written onto the wrong field) fails here.
+    #[test]
+    fn each_flag_sets_its_own_setting_and_no_other() {
+        // Every field named, none at its default: a new setting must be added here too.
+        let other = TrainSettings {
+            data: Some(PathBuf::from("pets")),
+            generated_count: 500,
+            network: NetworkKind::ResNet18,
+            image_size: 96,
+            val_split: 0.2,
+            epochs: 9,
+            batch_size: 16,
+            learning_rate: 0.002,
+            schedule: Schedule::OneCycle,
+            weight_decay: 0.01,
+            seed: 7,
+            augment: Augmentation::Photo,
+            patience: Some(3),
+            dropout: 0.3,
+            label_smoothing: 0.1,
+            precision: Precision::F16,
+        };
+        let defaults = TrainSettings::default().as_flags();
+        for (flag, value) in other.as_flags() {
+            let parsed = Train::try_parse_from(["train", flag, &value])
+                .unwrap_or_else(|err| panic!("{flag} {value}: {err}"));
+            let mut settings = TrainSettings::default();
+            parsed.args.set_on(&mut settings);
+            let changed: Vec<(&str, String)> = settings
+                .as_flags()
+                .into_iter()
+                .zip(&defaults)
+                .filter(|(now, before)| now != *before)
+                .map(|(now, _)| now)
+                .collect();
+            assert_eq!(changed, [(flag, value.clone())], "{flag} {value}");
+        }
     }
 }

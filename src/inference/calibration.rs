@@ -1,16 +1,14 @@
 //! Whether a model's probabilities mean what they say: of the photos it calls "dog 0.9", are
 //! nine in ten dogs? The expected calibration error measures it ([`Reliability`]); one
 //! temperature that divides the logits before the softmax, fitted on a run's validation
-//! photos ([`calibrate`]), brings it down without changing a single label.
+//! photos ([`Runner::calibrate`]), brings it down without changing a single label.
 
 use anyhow::Result;
-use burn::tensor::Device;
 use serde::Serialize;
 
-use super::{Readout, log_probabilities};
-use crate::data::{ImageSet, Normalization};
-use crate::device::Batch;
-use crate::model::{Calibration, Network, TEMPERATURES};
+use super::{Readout, Runner};
+use crate::data::ImageSet;
+use crate::model::{Calibration, TEMPERATURES};
 
 /// Equal-width confidence bins of the calibration error and the reliability diagram.
 pub const BINS: usize = 10;
@@ -19,29 +17,21 @@ pub const BINS: usize = 10;
 /// another threshold.
 pub const NOT_SURE_BELOW: f32 = 0.8;
 
-/// Fits the temperature of `model` on the labelled pictures `set` (a run's validation
-/// photos); `None` for an empty set, or one that does not bound it (see [`fit_temperature`]).
-pub fn calibrate(
-    model: &Network,
-    set: &ImageSet,
-    normalization: &Normalization,
-    device: &Device,
-    batch_size: usize,
-) -> Result<Option<Calibration>> {
-    if set.is_empty() {
-        return Ok(None);
+impl Runner<'_> {
+    /// Fits the network's temperature on the labelled pictures `set` (a run's validation
+    /// photos, at the runner's size), read out plainly; `None` for an empty set, or one that
+    /// does not bound it (see [`fit_temperature`]).
+    pub fn calibrate(&self, set: &ImageSet) -> Result<Option<Calibration>> {
+        if set.is_empty() {
+            return Ok(None);
+        }
+        debug_assert_eq!(set.size(), self.size);
+        let images: Vec<&[u8]> = (0..set.len()).map(|i| set.image(i)).collect();
+        let rows = self
+            .with_readout(Readout::PLAIN)
+            .log_probabilities(&images)?;
+        Ok(calibration_of(&rows, set.labels()))
     }
-    let images: Vec<&[u8]> = (0..set.len()).map(|i| set.image(i)).collect();
-    let rows = log_probabilities(
-        model,
-        &images,
-        set.size(),
-        normalization,
-        device,
-        Readout::PLAIN,
-        Batch::Chosen(batch_size),
-    )?;
-    Ok(calibration_of(&rows, set.labels()))
 }
 
 /// The temperature fitted to log-probability `rows` of photos labelled `labels`, and the

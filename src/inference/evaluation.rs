@@ -5,49 +5,38 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Result, bail};
-use burn::tensor::Device;
 use serde::Serialize;
 
 use super::calibration::Reliability;
-use super::{Predictor, Readout, log_probabilities, most_probable};
+use super::{Predictor, Readout, Runner, most_probable};
 use crate::data::{
-    Dataset, DecodeWatch, DecodedPhotos, ImageSet, Normalization, Skipped, check_val_split,
-    load_or_decode,
+    Dataset, DecodeWatch, DecodedPhotos, ImageSet, Skipped, check_val_split, load_or_decode,
 };
-use crate::device::Batch;
-use crate::model::{ModelInfo, Network, Typical};
+use crate::model::{ModelInfo, Typical};
 
-/// Mean cross-entropy and accuracy of `model` on `set`, `batch_size` pictures at a time.
-pub fn evaluate(
-    model: &Network,
-    set: &ImageSet,
-    normalization: &Normalization,
-    device: &Device,
-    batch_size: usize,
-) -> Result<(f64, f64)> {
-    let images: Vec<&[u8]> = (0..set.len()).map(|i| set.image(i)).collect();
-    let rows = log_probabilities(
-        model,
-        &images,
-        set.size(),
-        normalization,
-        device,
-        Readout::PLAIN,
-        Batch::Chosen(batch_size),
-    )?;
-    let mut loss_sum = 0.0;
-    let mut correct = 0;
-    for (row, &label) in rows.iter().zip(set.labels()) {
-        loss_sum -= row[label];
-        let predicted = (0..row.len())
-            .max_by(|&a, &b| row[a].total_cmp(&row[b]))
-            .unwrap_or(0);
-        correct += usize::from(predicted == label);
+impl Runner<'_> {
+    /// Mean cross-entropy and accuracy of the network on `set` (at the runner's size), read
+    /// out plainly.
+    pub fn evaluate(&self, set: &ImageSet) -> Result<(f64, f64)> {
+        debug_assert_eq!(set.size(), self.size);
+        let images: Vec<&[u8]> = (0..set.len()).map(|i| set.image(i)).collect();
+        let rows = self
+            .with_readout(Readout::PLAIN)
+            .log_probabilities(&images)?;
+        let mut loss_sum = 0.0;
+        let mut correct = 0;
+        for (row, &label) in rows.iter().zip(set.labels()) {
+            loss_sum -= row[label];
+            let predicted = (0..row.len())
+                .max_by(|&a, &b| row[a].total_cmp(&row[b]))
+                .unwrap_or(0);
+            correct += usize::from(predicted == label);
+        }
+        Ok((
+            loss_sum / set.len() as f64,
+            correct as f64 / set.len() as f64,
+        ))
     }
-    Ok((
-        loss_sum / set.len() as f64,
-        correct as f64 / set.len() as f64,
-    ))
 }
 
 /// One class's figures: of the photos predicted as it, how many are it (precision); of the

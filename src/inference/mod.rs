@@ -1,8 +1,9 @@
 //! A trained network at work: class probabilities for photos ([`predict`]), accuracy on
-//! labelled photos ([`evaluate`], [`evaluate_folder`]), and a contact sheet of its mistakes.
+//! labelled photos ([`Runner::evaluate`], [`evaluate_folder`]), and a contact sheet of its
+//! mistakes.
 //!
-//! Validation during training, `catdog eval` and `catdog predict` all go through one
-//! forward-and-read-back loop, [`log_probabilities`], so the three can never disagree.
+//! Validation during training, `catdog eval`, `catdog predict` and the bench's inference all go
+//! through one forward-and-read-back loop, [`Runner`], so they can never disagree.
 
 mod calibration;
 mod contact_sheet;
@@ -17,10 +18,8 @@ use crate::data::{Normalization, images_on};
 use crate::device::{Batch, explain_panic};
 use crate::model::Network;
 
-pub use calibration::{BINS, Bin, NOT_SURE_BELOW, Reliability, calibrate, fit_temperature, scale};
-pub use evaluation::evaluate;
+pub use calibration::{BINS, Bin, NOT_SURE_BELOW, Reliability, fit_temperature, scale};
 pub use predict::{Answer, Prediction, Predictor};
-pub use typical_look::calibrate_and_fit_typical;
 
 pub(crate) use contact_sheet::{
     check_path as check_contact_sheet_path, write as write_contact_sheet,
@@ -57,91 +56,112 @@ impl Readout {
 /// network has them.
 pub(crate) type ProbabilitiesAndLooks = (Vec<Vec<f64>>, Option<Vec<Vec<f32>>>);
 
-/// Natural logarithms of the class probabilities of `images` (each `size × size × 3` bytes),
-/// one row per image, sent to the device a `batch` at a time, read out as `readout` says. A
-/// device failing (out of memory, lost) is an error saying what to try.
-pub(crate) fn log_probabilities(
-    model: &Network,
-    images: &[&[u8]],
+/// A network ready to answer: the model, the pictures' side (each `size × size × 3` bytes) and
+/// normalisation, the device, how the logits are read out, and how many photos go to the
+/// device at once. Prediction, evaluation, calibration, the typical-look fit and the bench's
+/// inference all run through it.
+#[derive(Clone, Copy)]
+pub struct Runner<'a> {
+    model: &'a Network,
     size: u32,
-    normalization: &Normalization,
-    device: &Device,
+    normalization: &'a Normalization,
+    device: &'a Device,
     readout: Readout,
     batch: Batch,
-) -> Result<Vec<Vec<f64>>> {
-    Ok(read_out(model, images, size, normalization, device, readout, batch)?.0)
 }
 
-/// [`log_probabilities`], and the looks if `readout` asks for them.
-pub(crate) fn read_out(
-    model: &Network,
-    images: &[&[u8]],
-    size: u32,
-    normalization: &Normalization,
-    device: &Device,
-    readout: Readout,
-    batch: Batch,
-) -> Result<ProbabilitiesAndLooks> {
-    let mut rows = Vec::with_capacity(images.len());
-    let mut looks: Option<Vec<Vec<f32>>> = None;
-    for chunk in images.chunks(batch.size().max(1)) {
-        let pixels = normalization.to_chw(chunk.iter().copied(), size);
-        let (chunk_rows, chunk_looks) = explain_panic(batch, || {
-            read_out_on_device(model, images_on(pixels, device), readout)
-        })?;
-        rows.extend(chunk_rows);
-        if let Some(chunk_looks) = chunk_looks {
-            looks.get_or_insert_with(Vec::new).extend(chunk_looks);
+impl<'a> Runner<'a> {
+    /// `model` on `device`, `batch_size` pictures at a time (`--batch-size`), read out plainly.
+    pub fn new(
+        model: &'a Network,
+        size: u32,
+        normalization: &'a Normalization,
+        device: &'a Device,
+        batch_size: usize,
+    ) -> Runner<'a> {
+        Runner {
+            model,
+            size,
+            normalization,
+            device,
+            readout: Readout::PLAIN,
+            batch: Batch::Chosen(batch_size),
         }
     }
-    Ok((rows, looks))
-}
 
-/// [`log_probabilities`] of a batch already on the device, normalised.
-pub(crate) fn log_probabilities_on_device(
-    model: &Network,
-    input: Tensor<4>,
-    readout: Readout,
-) -> Vec<Vec<f64>> {
-    read_out_on_device(model, input, readout).0
-}
+    /// The same runner, reading the logits out as `readout` says.
+    pub fn with_readout(self, readout: Readout) -> Runner<'a> {
+        Runner { readout, ..self }
+    }
 
-/// [`read_out`] of a batch already on the device, normalised. With a flip, each pass is scaled
-/// by the temperature before the two are averaged.
-fn read_out_on_device(
-    model: &Network,
-    input: Tensor<4>,
-    readout: Readout,
-) -> ProbabilitiesAndLooks {
-    let scaled = |rows: Vec<Vec<f64>>| {
-        if readout.temperature == 1.0 {
-            return rows;
+    /// Natural logarithms of the class probabilities of `images`, one row per image, and
+    /// their looks if the read-out asks for them; sent to the device a batch at a time. A
+    /// device failing (out of memory, lost) is an error saying what to try.
+    pub(crate) fn run(&self, images: &[&[u8]]) -> Result<ProbabilitiesAndLooks> {
+        let mut rows = Vec::with_capacity(images.len());
+        let mut looks: Option<Vec<Vec<f32>>> = None;
+        for chunk in images.chunks(self.batch.size().max(1)) {
+            let pixels = self.normalization.to_chw(chunk.iter().copied(), self.size);
+            let (chunk_rows, chunk_looks) =
+                explain_panic(self.batch, || self.pass(images_on(pixels, self.device)))?;
+            rows.extend(chunk_rows);
+            if let Some(chunk_looks) = chunk_looks {
+                looks.get_or_insert_with(Vec::new).extend(chunk_looks);
+            }
         }
-        rows.iter().map(|r| scale(r, readout.temperature)).collect()
-    };
-    let mirror = readout.flip.then(|| input.clone().flip([3]));
-    let (logits, looks) = if readout.looks {
-        let (logits, look) = model.forward_with_look(input);
-        (logits, look.map(float_rows))
-    } else {
-        (model.forward(input), None)
-    };
-    let plain = scaled(log_softmax_rows(logits));
-    let Some(mirror) = mirror else {
-        return (plain, looks);
-    };
-    let mirrored = scaled(log_softmax_rows(model.forward(mirror)));
-    let rows = plain
-        .into_iter()
-        .zip(mirrored)
-        .map(|(a, b)| {
-            a.iter()
-                .zip(&b)
-                .map(|(a, b)| ((a.exp() + b.exp()) / 2.0).ln())
+        Ok((rows, looks))
+    }
+
+    /// [`Runner::run`]'s log-probability rows alone.
+    pub(crate) fn log_probabilities(&self, images: &[&[u8]]) -> Result<Vec<Vec<f64>>> {
+        Ok(self.run(images)?.0)
+    }
+
+    /// Class probabilities of `images`, one row per image.
+    pub fn probabilities(&self, images: &[&[u8]]) -> Result<Vec<Vec<f32>>> {
+        Ok(probabilities(self.log_probabilities(images)?))
+    }
+
+    /// [`Runner::log_probabilities`] of one batch already on the device, normalised.
+    pub(crate) fn log_probabilities_on_device(&self, input: Tensor<4>) -> Result<Vec<Vec<f64>>> {
+        explain_panic(self.batch, || self.pass(input).0)
+    }
+
+    /// One batch on the device through the network, read out. With a flip, each pass is scaled
+    /// by the temperature before the two are averaged.
+    fn pass(&self, input: Tensor<4>) -> ProbabilitiesAndLooks {
+        let scaled = |rows: Vec<Vec<f64>>| {
+            if self.readout.temperature == 1.0 {
+                return rows;
+            }
+            rows.iter()
+                .map(|r| scale(r, self.readout.temperature))
                 .collect()
-        })
-        .collect();
-    (rows, looks)
+        };
+        let mirror = self.readout.flip.then(|| input.clone().flip([3]));
+        let (logits, looks) = if self.readout.looks {
+            let (logits, look) = self.model.forward_with_look(input);
+            (logits, look.map(float_rows))
+        } else {
+            (self.model.forward(input), None)
+        };
+        let plain = scaled(log_softmax_rows(logits));
+        let Some(mirror) = mirror else {
+            return (plain, looks);
+        };
+        let mirrored = scaled(log_softmax_rows(self.model.forward(mirror)));
+        let rows = plain
+            .into_iter()
+            .zip(mirrored)
+            .map(|(a, b)| {
+                a.iter()
+                    .zip(&b)
+                    .map(|(a, b)| ((a.exp() + b.exp()) / 2.0).ln())
+                    .collect()
+            })
+            .collect();
+        (rows, looks)
+    }
 }
 
 /// A `[rows, columns]` tensor read back to the host, row by row.
@@ -150,25 +170,6 @@ fn float_rows(tensor: Tensor<2>) -> Vec<Vec<f32>> {
     let columns = data.shape()[1];
     let values: Vec<f32> = data.iter::<f32>().collect();
     values.chunks(columns).map(<[f32]>::to_vec).collect()
-}
-
-/// Class probabilities of `images` (each `size × size × 3` bytes), sent to the device as one
-/// batch, one row per image; with `flip`, the mean of each image's and its mirror image's.
-pub fn class_probabilities(
-    model: &Network,
-    images: &[&[u8]],
-    size: u32,
-    normalization: &Normalization,
-    device: &Device,
-    flip: bool,
-) -> Result<Vec<Vec<f32>>> {
-    let batch = Batch::Chosen(images.len());
-    let readout = Readout {
-        flip,
-        ..Readout::PLAIN
-    };
-    let rows = log_probabilities(model, images, size, normalization, device, readout, batch)?;
-    Ok(probabilities(rows))
 }
 
 /// Log-probability rows as probabilities.
@@ -222,11 +223,11 @@ mod tests {
         let photos = [[0u8; 3 * 8 * 8]; 3];
         let photos: Vec<&[u8]> = photos.iter().map(|p| p.as_slice()).collect();
         let normalization = Normalization::default();
-        let batch = Batch::Fixed(2);
-        let readout = Readout::PLAIN;
-        let err = log_probabilities(&model, &photos, 8, &normalization, &flex, readout, batch)
-            .unwrap_err()
-            .to_string();
+        let runner = Runner {
+            batch: Batch::Fixed(2),
+            ..Runner::new(&model, 8, &normalization, &flex, 2)
+        };
+        let err = runner.log_probabilities(&photos).unwrap_err().to_string();
         assert!(err.contains("the computation stopped"), "{err}");
     }
 }

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Result, bail};
 use burn::tensor::Device;
 
-use super::{BATCH, NOT_SURE_BELOW, Readout, most_probable, probabilities, read_out};
+use super::{BATCH, NOT_SURE_BELOW, Readout, Runner, most_probable, probabilities};
 use crate::data::decode_photos;
 use crate::device::{Backend, Batch};
 use crate::model::{ModelChoice, ModelInfo, Network, Typical};
@@ -126,19 +126,7 @@ impl Predictor {
     /// model learned from (from the same pass).
     pub fn answers(&self, images: &[&[u8]]) -> Result<Vec<Answer>> {
         let typical = self.info.typical.as_ref();
-        let (rows, looks) = read_out(
-            &self.model,
-            images,
-            self.info.image_size,
-            &self.info.normalization,
-            &self.device,
-            Readout {
-                flip: self.flip,
-                temperature: self.info.temperature(),
-                looks: typical.is_some(),
-            },
-            Batch::Fixed(BATCH),
-        )?;
+        let (rows, looks) = self.runner().run(images)?;
         if rows.iter().flatten().any(|p| p.is_nan()) {
             bail!(
                 "{} answers NaN (not a number) instead of probabilities: its weights hold NaN \
@@ -159,14 +147,25 @@ impl Predictor {
 
     /// Fits what `images` (at the model's size) look like inside the model ([`Typical`]).
     pub fn fit_typical(&self, images: &[&[u8]]) -> Result<Option<Typical>> {
-        super::typical_look::fit_on(
-            &self.model,
-            images,
-            self.info.image_size,
-            &self.info.normalization,
-            &self.device,
-            Batch::Fixed(BATCH),
-        )
+        self.runner().fit_typical(images)
+    }
+
+    /// The model as it answers: at its size, [`BATCH`] photos at a time, with the mirror image
+    /// where asked, its temperature, and the looks where there is a typical look to hold them
+    /// against.
+    fn runner(&self) -> Runner<'_> {
+        Runner {
+            model: &self.model,
+            size: self.info.image_size,
+            normalization: &self.info.normalization,
+            device: &self.device,
+            readout: Readout {
+                flip: self.flip,
+                temperature: self.info.temperature(),
+                looks: self.info.typical.is_some(),
+            },
+            batch: Batch::Fixed(BATCH),
+        }
     }
 
     fn prediction(&self, path: &Path, (probabilities, unusual): Answer) -> Prediction {

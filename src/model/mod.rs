@@ -8,6 +8,8 @@ mod norm_pool_relu;
 mod resnet;
 mod rewrite;
 mod saved;
+mod schedule;
+mod settings;
 mod typical;
 
 use std::path::{Path, PathBuf};
@@ -24,6 +26,8 @@ pub use saved::{
     Calibration, FORMAT_VERSION, MAX_CLASSES, ModelInfo, TEMPERATURES, TrainedOn, save, save_info,
 };
 pub(crate) use saved::{info_path, is_model_folder, weights_ceiling};
+pub use schedule::Schedule;
+pub use settings::{MAX_GENERATED, TrainSettings};
 pub use typical::{FIT_PHOTOS_AT_LEAST, Typical, UNUSUAL_SHARE};
 
 /// Which trained model a command runs: never a surprise, so the output names it.

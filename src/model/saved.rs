@@ -20,7 +20,7 @@ use burn::tensor::{DType, Device};
 use serde::{Deserialize, Serialize};
 
 use super::typical::Typical;
-use super::{IMAGE_SIZES, LOOK_BLOCK, Network, NetworkKind, check_description};
+use super::{IMAGE_SIZES, LOOK_BLOCK, Network, NetworkKind, TrainSettings, check_description};
 use crate::data::Normalization;
 use crate::device::BackendKind;
 use crate::fs::{Checksum, is_plain_name, read_checked, read_description, write_atomically};
@@ -61,6 +61,11 @@ pub struct ModelInfo {
     /// catdog recorded them.
     #[serde(default)]
     pub trained_on: Option<TrainedOn>,
+    /// Every setting of the run that trained it (`epochs` there is what was asked; the
+    /// `epochs` above is the epoch kept); absent in models saved before catdog recorded them,
+    /// the built-in one among them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settings: Option<TrainSettings>,
     /// The temperature its logits are divided by before the softmax, so that its probabilities
     /// mean what they say, and what it was fitted on; absent in models saved before catdog
     /// calibrated them (which then answer with temperature 1).
@@ -117,6 +122,19 @@ pub struct TrainedOn {
     /// The share of each class held out, and the seed that chose them.
     pub val_split: f64,
     pub seed: u64,
+}
+
+impl TrainedOn {
+    /// The record of a run of `settings` on photos identified by `fingerprint` (and `listing`).
+    pub fn new(settings: &TrainSettings, fingerprint: &str, listing: Option<&str>) -> TrainedOn {
+        TrainedOn {
+            data: settings.data.clone(),
+            data_fingerprint: fingerprint.to_string(),
+            data_listing: listing.map(str::to_string),
+            val_split: settings.val_split,
+            seed: settings.seed,
+        }
+    }
 }
 
 fn legacy_weights_file() -> String {
@@ -460,6 +478,7 @@ mod tests {
             weights_bytes: 0,
             weights_crc32: 0,
             trained_on: None,
+            settings: None,
             calibration: None,
             typical: None,
         }
@@ -747,6 +766,37 @@ mod tests {
         let (_, loaded) = load(dir, &device).unwrap();
         assert_eq!(loaded.calibration, Some(calibration));
         assert_eq!(loaded.temperature(), 1.37);
+    }
+
+    /// The run's settings, recorded in catdog.json, read back the same; a description without
+    /// them (the built-in model's, older ones) reads as `None`.
+    #[test]
+    fn the_runs_settings_round_trip_and_may_be_absent() {
+        let dir = tempfile::tempdir().unwrap();
+        let dir = dir.path();
+        let device = Device::flex();
+        let settings = TrainSettings {
+            data: Some(PathBuf::from("pets")),
+            epochs: 12,
+            schedule: super::super::Schedule::OneCycle,
+            patience: Some(3),
+            ..TrainSettings::default()
+        };
+        let recorded = ModelInfo {
+            trained_on: Some(TrainedOn::new(&settings, "fingerprint", Some("listing"))),
+            settings: Some(settings.clone()),
+            ..info()
+        };
+        save(dir, &small_cnn(&device), &recorded).unwrap();
+        let (_, loaded) = load(dir, &device).unwrap();
+        assert_eq!(loaded.settings, Some(settings));
+        assert_eq!(loaded.trained_on, recorded.trained_on);
+        let text = fs::read_to_string(info_path(dir)).unwrap();
+        assert!(text.contains("\"schedule\": \"onecycle\""), "{text}");
+
+        let (_, builtin) = super::super::builtin::load(&device).unwrap();
+        assert_eq!(builtin.settings, None);
+        assert_eq!(builtin.trained_on.unwrap().seed, 42);
     }
 
     /// Saving into a folder shared with other files removes only the weights catdog.json

@@ -14,19 +14,55 @@ use anyhow::{Context, Result, ensure};
 use serde::{Deserialize, Serialize};
 
 use super::history::{BestEpoch, EpochStats};
-use super::settings::RunSettings;
 use crate::fs::{
     Checksum, is_plain_name, read_checked, read_description, read_regular, write_atomically,
 };
 use crate::model::{
-    ARCHITECTURE_VERSION, IMAGE_SIZES, MAX_CLASSES, Network, check_description, weights_ceiling,
+    ARCHITECTURE_VERSION, IMAGE_SIZES, MAX_CLASSES, Network, TrainSettings, check_description,
+    weights_ceiling,
 };
 use burn::tensor::Device;
 
 const CHECKPOINT_DIR: &str = "checkpoint";
 const STATE_FILE: &str = "state.json";
-/// Bumped when `state.json` changes incompatibly.
-const FORMAT_VERSION: u32 = 2;
+/// Bumped when `state.json` changes incompatibly. Format 2 kept the training loop's settings
+/// in `run.fit`; format 3 keeps every setting in `run` ([`upgrade`] reads format 2).
+const FORMAT_VERSION: u32 = 3;
+
+/// What a run was started with, kept in its checkpoint: its settings, and what its pictures
+/// turned out to be. A resumed run must match it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    #[serde(flatten)]
+    pub settings: TrainSettings,
+    pub classes: Vec<String>,
+    /// Identifies the exact photos (names, sizes, modification times); see
+    /// [`crate::data::Dataset::fingerprint`].
+    pub data_fingerprint: String,
+    /// The photo folder's names and sizes without the times ([`crate::data::Dataset::listing`]),
+    /// which a copy of the folder keeps; absent for generated pictures and in checkpoints of
+    /// runs from before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_listing: Option<String>,
+}
+
+impl RunRecord {
+    /// The record of a run of `settings` on pictures of `classes` identified by `fingerprint`
+    /// (and by `listing`, for a photo folder).
+    pub fn new(
+        settings: &TrainSettings,
+        classes: &[String],
+        fingerprint: &str,
+        listing: Option<&str>,
+    ) -> RunRecord {
+        RunRecord {
+            settings: settings.clone(),
+            classes: classes.to_vec(),
+            data_fingerprint: fingerprint.to_string(),
+            data_listing: listing.map(str::to_string),
+        }
+    }
+}
 
 /// A point in the run: `batches_done` batches of epoch `epoch` (from 1) are done.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -45,7 +81,7 @@ pub struct CheckpointState {
     pub format_version: u32,
     pub architecture: String,
     pub architecture_version: u32,
-    pub run: RunSettings,
+    pub run: RunRecord,
     pub position: Position,
     /// The epochs finished so far.
     pub history: Vec<EpochStats>,
@@ -85,7 +121,7 @@ pub fn dir(out: &Path) -> PathBuf {
 /// Writes a checkpoint into `out/checkpoint/`, then removes the files of the previous one.
 pub fn save(
     out: &Path,
-    run: &RunSettings,
+    run: &RunRecord,
     position: &Position,
     history: &[EpochStats],
     model: &[u8],
@@ -99,7 +135,7 @@ pub fn save(
     let (model_sum, optimizer_sum) = (Checksum::of(model), Checksum::of(optimizer));
     let state = CheckpointState {
         format_version: FORMAT_VERSION,
-        architecture: run.fit.network.name().to_string(),
+        architecture: run.settings.network.name().to_string(),
         architecture_version: ARCHITECTURE_VERSION,
         run: run.clone(),
         position: position.clone(),
@@ -161,8 +197,10 @@ pub fn read_state(out: &Path) -> Result<Option<CheckpointState>> {
         return Ok(None);
     }
     let text = read_description(&path)?;
-    let state: CheckpointState = serde_json::from_str(&text)
-        .with_context(|| format!("{} is not a catdog checkpoint", path.display()))?;
+    let not_ours = || format!("{} is not a catdog checkpoint", path.display());
+    let mut state: serde_json::Value = serde_json::from_str(&text).with_context(not_ours)?;
+    upgrade(&mut state);
+    let state: CheckpointState = serde_json::from_value(state).with_context(not_ours)?;
     let network = check_description(
         &path,
         "checkpoint format",
@@ -170,12 +208,12 @@ pub fn read_state(out: &Path) -> Result<Option<CheckpointState>> {
         (&state.architecture, state.architecture_version),
     )?;
     ensure!(
-        network == state.run.fit.network,
+        network == state.run.settings.network,
         "{} describes a {} but names the settings of a {} run, so it is not a checkpoint \
          catdog wrote; delete {} to start again",
         path.display(),
         network.name(),
-        state.run.fit.network.name(),
+        state.run.settings.network.name(),
         dir(out).display()
     );
     let files = [&state.model_file, &state.optimizer_file]
@@ -202,32 +240,46 @@ pub fn read_state(out: &Path) -> Result<Option<CheckpointState>> {
     ensure!(
         position.epoch >= 1
             && state.history.len() < position.epoch
-            && position.epoch <= state.run.fit.epochs + 1
+            && position.epoch <= state.run.settings.epochs + 1
             && position.loss_sum.is_finite()
             && position.correct
                 <= position
                     .batches_done
-                    .saturating_mul(state.run.fit.batch_size),
+                    .saturating_mul(state.run.settings.batch_size),
         "{} puts the run at epoch {} with {} epochs done, {} batches in, of a run of {} epochs: \
          not a position catdog wrote; delete {} to start again",
         path.display(),
         position.epoch,
         state.history.len(),
         position.batches_done,
-        state.run.fit.epochs,
+        state.run.settings.epochs,
         dir(out).display()
     );
     ensure!(
-        IMAGE_SIZES.contains(&state.run.image_size),
+        IMAGE_SIZES.contains(&state.run.settings.image_size),
         "{} names an image size of {} px; catdog trains at {} to {} px, so it is not a \
          checkpoint catdog wrote; delete {} to start again",
         path.display(),
-        state.run.image_size,
+        state.run.settings.image_size,
         IMAGE_SIZES.start(),
         IMAGE_SIZES.end(),
         dir(out).display()
     );
     Ok(Some(state))
+}
+
+/// Reads a format-2 `state.json` as format 3: the loop's settings, kept in `run.fit` then,
+/// join the others in `run`. Any other format is left for [`check_description`] to judge.
+fn upgrade(state: &mut serde_json::Value) {
+    if state["format_version"] == 2
+        && let Some(run) = state.get_mut("run").and_then(|run| run.as_object_mut())
+        && let Some(serde_json::Value::Object(fit)) = run.remove("fit")
+    {
+        for (key, value) in fit {
+            run.entry(key).or_insert(value);
+        }
+        state["format_version"] = FORMAT_VERSION.into();
+    }
 }
 
 /// The whole checkpoint in `out`, checked to be complete; `None` where there is none.
@@ -240,7 +292,7 @@ pub fn load(out: &Path) -> Result<Option<Checkpoint>> {
     // Sizes past what the run's network fills are refused before anything is read: the
     // network's weights in f32, and the optimizer's two moments of each.
     let network = Network::new(
-        state.run.fit.network,
+        state.run.settings.network,
         state.run.classes.len(),
         0.0,
         &Device::flex(),
@@ -287,14 +339,13 @@ pub fn load(out: &Path) -> Result<Option<Checkpoint>> {
 mod tests {
     use super::*;
 
-    fn run() -> RunSettings {
-        RunSettings {
-            data: None,
-            generated_count: 20,
-            image_size: 16,
-            val_split: 0.1,
-            fit: crate::training::FitSettings::default(),
-            precision: crate::device::Precision::F32,
+    fn run() -> RunRecord {
+        RunRecord {
+            settings: TrainSettings {
+                generated_count: 20,
+                image_size: 16,
+                ..TrainSettings::default()
+            },
             classes: vec!["cat".into(), "dog".into()],
             data_fingerprint: "test".into(),
             data_listing: None,
@@ -360,6 +411,59 @@ mod tests {
             format!("{damaged:#}").contains("best-e3.bpk"),
             "{damaged:#}"
         );
+    }
+
+    /// A checkpoint of format 2 (the loop's settings in `run.fit`, as catdog wrote until the
+    /// settings were described once) still resumes: read as format 3, with the defaults of
+    /// settings older checkpoints lack.
+    #[test]
+    fn a_format_2_checkpoint_reads_as_format_3() {
+        let out = tempfile::tempdir().unwrap();
+        let out = out.path();
+        save(out, &run(), &position(1), &[], b"m", b"o", None).unwrap();
+        let path = dir(out).join(STATE_FILE);
+        let mut state: serde_json::Value =
+            serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+        state["format_version"] = 2.into();
+        let run_json = state["run"].as_object_mut().unwrap();
+        let mut fit = serde_json::Map::new();
+        for key in [
+            "epochs",
+            "batch_size",
+            "learning_rate",
+            "schedule",
+            "weight_decay",
+            "seed",
+            "augment",
+            "patience",
+        ] {
+            fit.insert(key.to_string(), run_json.remove(key).unwrap());
+        }
+        for absent in ["network", "dropout", "label_smoothing", "precision"] {
+            run_json.remove(absent).unwrap();
+        }
+        fit.insert("epochs".into(), 7.into());
+        fit.insert("schedule".into(), "onecycle".into());
+        fit.insert("augment".into(), true.into());
+        run_json.insert("fit".into(), fit.into());
+        fs::write(&path, state.to_string()).unwrap();
+
+        let read = read_state(out).unwrap().unwrap();
+        assert_eq!(read.format_version, FORMAT_VERSION);
+        let settings = &read.run.settings;
+        assert_eq!(settings.epochs, 7);
+        assert_eq!(settings.schedule, crate::model::Schedule::OneCycle);
+        assert_eq!(settings.augment, crate::data::Augmentation::Light);
+        assert_eq!(settings.image_size, 16);
+        assert_eq!(settings.network, crate::model::NetworkKind::SmallCnn);
+        assert_eq!(settings.precision, crate::device::Precision::F32);
+        assert_eq!((settings.dropout, settings.label_smoothing), (0.0, 0.0));
+
+        // Written again, flat.
+        save(out, &read.run, &position(2), &[], b"m", b"o", None).unwrap();
+        let text = fs::read_to_string(&path).unwrap();
+        assert!(!text.contains("\"fit\""), "{text}");
+        assert!(text.contains("\"format_version\": 3"), "{text}");
     }
 
     /// `state.json` can only name files beside it, at image sizes catdog trains at: not

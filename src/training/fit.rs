@@ -13,11 +13,11 @@ use super::checkpoint::{Checkpoint, Position};
 use super::history::{BestEpoch, EpochStats, best_epoch, kept_epoch, out_of_patience};
 use super::interrupt::{self, Interrupt};
 use super::progress::{BatchStats, TrainProgress};
-use super::settings::FitSettings;
 use super::trainer::{Step, Trainer, network_from_bytes};
 use crate::data::{AugmentEpoch, ImageSet, Normalization, batch_indices, prefetch};
-use crate::inference::evaluate;
+use crate::inference::Runner;
 use crate::model::Network;
+use crate::model::TrainSettings;
 
 /// The training loop: `settings.epochs` passes over `train` in shuffled batches, each
 /// followed by a validation pass over `val` (skipped when `val` is empty).
@@ -25,7 +25,7 @@ pub fn fit(
     train: &ImageSet,
     val: &ImageSet,
     classes: usize,
-    settings: &FitSettings,
+    settings: &TrainSettings,
     normalization: &Normalization,
     device: &Device,
     progress: &mut dyn TrainProgress,
@@ -51,7 +51,7 @@ pub(crate) struct FitRun<'a> {
     pub train: &'a ImageSet,
     pub val: &'a ImageSet,
     pub classes: usize,
-    pub settings: &'a FitSettings,
+    pub settings: &'a TrainSettings,
     pub normalization: &'a Normalization,
     pub device: &'a Device,
     /// Asked after every batch whether a signal wants training to stop.
@@ -306,13 +306,15 @@ fn validate(run: &FitRun, trainer: &Trainer) -> Result<(Option<f64>, Option<f64>
     if run.val.is_empty() {
         return Ok((None, None));
     }
-    let (loss, accuracy) = evaluate(
-        &trainer.model().valid().folded(),
-        run.val,
+    let model = trainer.model().valid().folded();
+    let runner = Runner::new(
+        &model,
+        run.val.size(),
         run.normalization,
         run.device,
         run.settings.batch_size,
-    )?;
+    );
+    let (loss, accuracy) = runner.evaluate(run.val)?;
     Ok((Some(loss), Some(accuracy)))
 }
 
@@ -331,10 +333,10 @@ mod tests {
         let all = synth::generate(20, 16, 4);
         let (train, val) = stratified_split(all.labels(), 0.1, 4);
         let (train, val) = (all.select(&train), all.select(&val));
-        let settings = FitSettings {
+        let settings = TrainSettings {
             epochs: 2,
             batch_size: 6,
-            ..FitSettings::default()
+            ..TrainSettings::default()
         };
         let asked = Cell::new(0);
         let stop = || {

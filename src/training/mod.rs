@@ -1,8 +1,8 @@
 //! Training: from a folder of photos (or generated pictures) to a saved model.
 //!
 //! [`train`] is the whole `catdog train` command. The loop itself is [`fit`] (`fit.rs`), one
-//! step of it a [`Trainer`] (`trainer.rs`); `settings.rs` and `request.rs` hold what a run is
-//! asked to do, `history.rs` what its epochs decide, `resume.rs` every rule about continuing
+//! step of it a [`Trainer`] (`trainer.rs`); a run's settings are [`TrainSettings`]
+//! (`model/settings.rs`), `settings.rs` adds the folder and `request.rs` the flags given, `history.rs` what its epochs decide, `resume.rs` every rule about continuing
 //! a run from its `checkpoint.rs`, `interrupt.rs` Ctrl-C, and `out_folder.rs` the claim on
 //! the model folder.
 
@@ -15,7 +15,6 @@ mod out_folder;
 mod progress;
 mod request;
 mod resume;
-mod schedule;
 mod settings;
 mod trainer;
 
@@ -26,21 +25,21 @@ use burn::module::Module;
 
 use crate::data::{DataSpec, Normalization, PreparedData, Skipped, prepare};
 use crate::device::Backend;
-use crate::inference::calibrate_and_fit_typical;
+use crate::inference::Runner;
 use crate::model::{
     self, ARCHITECTURE_VERSION, Calibration, MAX_CLASSES, ModelInfo, Network, NetworkKind,
     TrainedOn,
 };
+use checkpoint::RunRecord;
 use fit::{FitOutcome, FitRun, RunState, fit_from};
 use out_folder::OutFolder;
-use settings::RunSettings;
 
+pub use crate::model::{MAX_GENERATED, Schedule, TrainSettings};
 pub use fit::fit;
 pub use history::{EpochStats, best_epoch, steady_images_per_sec};
 pub use interrupt::Interrupt;
 pub use progress::{BatchStats, TrainProgress};
-pub use schedule::Schedule;
-pub use settings::{FitSettings, MAX_GENERATED, TrainOptions};
+pub use settings::TrainOptions;
 
 pub(crate) use history::kept_epoch;
 pub(crate) use interrupt::install as install_interrupt_handlers;
@@ -135,7 +134,7 @@ pub fn train(
 ) -> Result<TrainOutcome> {
     options.check()?;
     let mut backend = backend.clone();
-    backend.set_precision(options.precision)?;
+    backend.set_precision(options.settings.precision)?;
     let backend = &backend;
     let (_lock, took_over) =
         OutFolder::claim(&options.out, room_needed(backend, options.settings.network))?;
@@ -167,8 +166,8 @@ pub fn train(
         data.description,
         data.classes.len()
     );
-    let run = RunSettings::new(
-        options,
+    let run = RunRecord::new(
+        &options.settings,
         &data.classes,
         &data.fingerprint,
         data.listing.as_deref(),
@@ -228,7 +227,7 @@ pub fn train(
 fn fit_with_checkpoints(
     fit_run: &FitRun,
     start: Option<checkpoint::Checkpoint>,
-    run: &RunSettings,
+    run: &RunRecord,
     out: &Path,
     progress: &mut dyn TrainProgress,
 ) -> Result<FitOutcome> {
@@ -257,10 +256,10 @@ fn fit_with_checkpoints(
 fn prepare_data(options: &TrainOptions, progress: &mut dyn TrainProgress) -> Result<PreparedData> {
     let stop = || interrupt::requested().is_some();
     let spec = DataSpec {
-        folder: options.data.as_deref(),
-        generated_count: options.generated_count,
-        image_size: options.image_size,
-        val_split: options.val_split,
+        folder: options.settings.data.as_deref(),
+        generated_count: options.settings.generated_count,
+        image_size: options.settings.image_size,
+        val_split: options.settings.val_split,
         seed: options.settings.seed,
         stop: &stop,
     };
@@ -280,20 +279,21 @@ fn save_model(
     progress: &mut dyn TrainProgress,
 ) -> Result<Option<Calibration>> {
     let kept = kept_epoch(epochs);
-    let (calibration, typical) = calibrate_and_fit_typical(
+    let runner = Runner::new(
         model,
-        &data.val,
+        data.val.size(),
         normalization,
         &backend.device,
         options.settings.batch_size,
-    )?;
+    );
+    let (calibration, typical) = runner.calibrate_and_fit_typical(&data.val)?;
     let info = ModelInfo {
         format_version: model::FORMAT_VERSION,
         catdog_version: env!("CARGO_PKG_VERSION").to_string(),
         architecture: model.kind().name().to_string(),
         architecture_version: ARCHITECTURE_VERSION,
         classes: data.classes.clone(),
-        image_size: options.image_size,
+        image_size: options.settings.image_size,
         normalization: *normalization,
         epochs: kept.epoch,
         val_accuracy: kept.val_accuracy,
@@ -303,13 +303,12 @@ fn save_model(
         weights_file: String::new(),
         weights_bytes: 0,
         weights_crc32: 0,
-        trained_on: Some(TrainedOn {
-            data: options.data.clone(),
-            data_fingerprint: data.fingerprint.clone(),
-            data_listing: data.listing.clone(),
-            val_split: options.val_split,
-            seed: options.settings.seed,
-        }),
+        trained_on: Some(TrainedOn::new(
+            &options.settings,
+            &data.fingerprint,
+            data.listing.as_deref(),
+        )),
+        settings: Some(options.settings.clone()),
         calibration,
         typical,
     };

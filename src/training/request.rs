@@ -1,41 +1,26 @@
-//! What `catdog train` was asked for, before defaults: a new run fills them in, a resumed run
-//! takes its checkpoint's settings instead (`TrainRequest::options`, in `resume.rs`).
+//! What `catdog train` was asked for: the folder, whether to resume, and the flags given, as a
+//! change to a run's settings. A new run makes that change to the defaults; a resumed run
+//! checks that it changes nothing of its checkpoint's settings.
 
 use std::path::PathBuf;
 
-use super::checkpoint;
-use super::schedule::Schedule;
-use super::settings::{DEMO_OUT, FitSettings, PHOTOS_OUT, TrainOptions};
-use crate::data::Augmentation;
-use crate::device::Precision;
-use crate::model::NetworkKind;
+use anyhow::Result;
 
-/// The settings given on the command line, each `None` (or `false`) where its flag was not.
-#[derive(Clone, Debug, Default)]
-pub struct TrainRequest {
-    pub data: Option<PathBuf>,
-    pub generated: Option<usize>,
-    pub network: Option<NetworkKind>,
-    /// `None`: the network's own size.
-    pub image_size: Option<u32>,
-    pub epochs: Option<usize>,
-    pub batch_size: Option<usize>,
-    pub learning_rate: Option<f64>,
-    pub schedule: Option<Schedule>,
-    pub weight_decay: Option<f64>,
-    pub patience: Option<usize>,
-    pub val_split: Option<f64>,
-    pub seed: Option<u64>,
-    pub augment: Option<Augmentation>,
-    pub dropout: Option<f64>,
-    pub label_smoothing: Option<f64>,
-    pub precision: Option<Precision>,
-    /// `None`: [`TrainRequest::out`] picks the folder.
+use super::checkpoint;
+use super::resume::resumed_settings;
+use super::settings::{DEMO_OUT, PHOTOS_OUT, TrainOptions};
+use crate::model::TrainSettings;
+
+/// `catdog train`'s request.
+pub(crate) struct TrainRequest<'a> {
+    /// `--out`; `None`: [`TrainRequest::out`] picks the folder.
     pub out: Option<PathBuf>,
     pub resume: bool,
+    /// Sets, on a run's settings, each one whose flag was given, and no other.
+    pub flags: &'a dyn Fn(&mut TrainSettings),
 }
 
-impl TrainRequest {
+impl TrainRequest<'_> {
     /// The model folder: `--out`, or else `models/catdog` for photos and `models/demo` for the
     /// speed demo on generated pictures, so that the demo never replaces the model `predict`
     /// uses by default. `--resume` without `--out` continues whichever of the two holds an
@@ -58,58 +43,63 @@ impl TrainRequest {
                 false => photos,
             };
         }
-        match self.data.is_some() {
+        match self.new_run().data.is_some() {
             true => photos,
             false => demo,
         }
     }
 
-    /// The options of a new run: the flags given, defaults for the others.
-    pub(crate) fn new_run(&self) -> TrainOptions {
-        let defaults = TrainOptions::default();
-        let fit = defaults.settings;
-        let network = self.network.unwrap_or(fit.network);
-        TrainOptions {
-            data: self.data.clone(),
-            generated_count: self.generated.unwrap_or(defaults.generated_count),
-            image_size: self
-                .image_size
-                .unwrap_or_else(|| network.default_image_size()),
-            val_split: self.val_split.unwrap_or(defaults.val_split),
-            settings: FitSettings {
-                network,
-                epochs: self.epochs.unwrap_or(fit.epochs),
-                batch_size: self.batch_size.unwrap_or(fit.batch_size),
-                learning_rate: self.learning_rate.unwrap_or(fit.learning_rate),
-                schedule: self.schedule.unwrap_or(fit.schedule),
-                weight_decay: self.weight_decay.unwrap_or(fit.weight_decay),
-                seed: self.seed.unwrap_or(fit.seed),
-                augment: self.augment.unwrap_or(fit.augment),
-                patience: self.patience,
-                dropout: self.dropout.unwrap_or(fit.dropout),
-                label_smoothing: self.label_smoothing.unwrap_or(fit.label_smoothing),
-            },
-            precision: self.precision.unwrap_or(defaults.precision),
-            out: self.out(),
-            resume: false,
-        }
+    /// A new run's settings: the defaults of the network asked for (its own image size unless
+    /// `--image-size` says otherwise), with every flag given.
+    pub(crate) fn new_run(&self) -> TrainSettings {
+        let mut asked = TrainSettings::default();
+        (self.flags)(&mut asked);
+        let mut settings = TrainSettings::for_network(asked.network);
+        (self.flags)(&mut settings);
+        settings
+    }
+
+    /// The options to train with, checked: a new run's, or with `resume` the settings of the
+    /// run checkpointed in the folder, which no flag given may change.
+    pub fn options(&self) -> Result<TrainOptions> {
+        let out = self.out();
+        let settings = match self.resume {
+            true => resumed_settings(self.flags, &out)?,
+            false => self.new_run(),
+        };
+        let options = TrainOptions {
+            settings,
+            out,
+            resume: self.resume,
+        };
+        options.check()?;
+        Ok(options)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::NetworkKind;
 
     #[test]
     fn each_network_trains_at_its_own_size_unless_told() {
-        let run = |network, image_size| {
-            let request = TrainRequest {
-                network,
-                image_size,
-                ..TrainRequest::default()
+        let run = |network: Option<NetworkKind>, image_size: Option<u32>| {
+            let flags = |settings: &mut TrainSettings| {
+                if let Some(network) = network {
+                    settings.network = network;
+                }
+                if let Some(image_size) = image_size {
+                    settings.image_size = image_size;
+                }
             };
-            let options = request.new_run();
-            (options.settings.network, options.image_size)
+            let request = TrainRequest {
+                out: None,
+                resume: false,
+                flags: &flags,
+            };
+            let settings = request.new_run();
+            (settings.network, settings.image_size)
         };
         assert_eq!(run(None, None), (NetworkKind::SmallCnn, 64));
         let resnet = Some(NetworkKind::ResNet18);

@@ -6,27 +6,24 @@ use std::path::Path;
 
 use anyhow::{Result, bail};
 
+use super::checkpoint::RunRecord;
 use super::checkpoint::{self, Checkpoint, CheckpointState};
 use super::history::out_of_patience;
 use super::progress::TrainProgress;
-use super::request::TrainRequest;
-use super::schedule::Schedule;
-use super::settings::{RunSettings, TrainOptions};
-use crate::data::Augmentation;
-use crate::device::Precision;
-use crate::model::NetworkKind;
+use super::settings::TrainOptions;
+use crate::model::TrainSettings;
 
 impl CheckpointState {
     /// True when every epoch is done, or patience ran out: there is nothing left to resume.
     pub fn finished(&self) -> bool {
-        self.history.len() >= self.run.fit.epochs
-            || out_of_patience(&self.history, self.run.fit.patience)
+        self.history.len() >= self.run.settings.epochs
+            || out_of_patience(&self.history, self.run.settings.patience)
     }
 
     /// "epoch 3 of 5, 12 batches in".
     pub fn describe(&self) -> String {
-        if self.history.len() >= self.run.fit.epochs {
-            return match self.run.fit.epochs {
+        if self.history.len() >= self.run.settings.epochs {
+            return match self.run.settings.epochs {
                 1 => "its one epoch done".to_string(),
                 n => format!("all {n} epochs done"),
             };
@@ -34,25 +31,14 @@ impl CheckpointState {
         if self.finished() {
             return format!("stopped early after epoch {}", self.history.len());
         }
-        let mut text = format!("epoch {} of {}", self.position.epoch, self.run.fit.epochs);
+        let mut text = format!(
+            "epoch {} of {}",
+            self.position.epoch, self.run.settings.epochs
+        );
         if self.position.batches_done > 0 {
             text.push_str(&format!(", {} batches in", self.position.batches_done));
         }
         text
-    }
-}
-
-impl TrainRequest {
-    /// The options to train with, checked: a new run's, or with `resume` those of the run
-    /// checkpointed in `out` (a flag that disagrees with them is refused).
-    pub fn options(&self) -> Result<TrainOptions> {
-        let options = if self.resume {
-            resumed_options(self)?
-        } else {
-            self.new_run()
-        };
-        options.check()?;
-        Ok(options)
     }
 }
 
@@ -122,74 +108,24 @@ pub(crate) fn starting_point(
     Ok(None)
 }
 
-/// The options the checkpointed run in `request.out` was started with; a flag given with
-/// `--resume` must agree with them.
-fn resumed_options(request: &TrainRequest) -> Result<TrainOptions> {
-    let out = &request.out();
-    let state = there_is_one(checkpoint::read_state(out)?, out)?;
-    let options = TrainOptions::of_run(&state.run, out);
-    let settings = &options.settings;
-    let conflicts: Vec<String> = [
-        request
-            .data
-            .as_ref()
-            .filter(|d| options.data.as_ref() != Some(*d))
-            .map(|d| {
-                let used = options.data.as_ref().map_or_else(
-                    || "generated pictures".to_string(),
-                    |data| data.display().to_string(),
-                );
-                format!("--data {} (the run uses {used})", d.display())
-            }),
-        differs("--generated", request.generated, options.generated_count),
-        differs(
-            "--network",
-            request.network.map(NetworkKind::name),
-            settings.network.name(),
-        ),
-        differs("--image-size", request.image_size, options.image_size),
-        differs("--epochs", request.epochs, settings.epochs),
-        differs("--batch-size", request.batch_size, settings.batch_size),
-        differs("--lr", request.learning_rate, settings.learning_rate),
-        differs(
-            "--schedule",
-            request.schedule.map(Schedule::name),
-            settings.schedule.name(),
-        ),
-        differs(
-            "--weight-decay",
-            request.weight_decay,
-            settings.weight_decay,
-        ),
-        differs("--dropout", request.dropout, settings.dropout),
-        differs(
-            "--label-smoothing",
-            request.label_smoothing,
-            settings.label_smoothing,
-        ),
-        differs(
-            "--patience",
-            request.patience.map(|n| n.to_string()),
-            settings
-                .patience
-                .map_or("none".to_string(), |n| n.to_string()),
-        ),
-        differs("--val-split", request.val_split, options.val_split),
-        differs("--seed", request.seed, settings.seed),
-        differs(
-            "--precision",
-            request.precision.map(Precision::name),
-            options.precision.name(),
-        ),
-        differs(
-            "--augment",
-            request.augment.map(Augmentation::name),
-            settings.augment.name(),
-        ),
-    ]
-    .into_iter()
-    .flatten()
-    .collect();
+/// The settings of the run checkpointed in `out`. `flags` (those given with `--resume`) must
+/// change none of them: each one that would is named, with the run's value.
+pub(super) fn resumed_settings(
+    flags: &dyn Fn(&mut TrainSettings),
+    out: &Path,
+) -> Result<TrainSettings> {
+    let run = there_is_one(checkpoint::read_state(out)?, out)?
+        .run
+        .settings;
+    let mut asked = run.clone();
+    flags(&mut asked);
+    let conflicts: Vec<String> = asked
+        .as_flags()
+        .into_iter()
+        .zip(run.as_flags())
+        .filter(|((_, given), (_, used))| given != used)
+        .map(|((flag, given), (_, used))| format!("{flag} {given} (the run uses {used})"))
+        .collect();
     if !conflicts.is_empty() {
         bail!(
             "--resume continues the run in {} with the settings it was started with; \
@@ -198,20 +134,20 @@ fn resumed_options(request: &TrainRequest) -> Result<TrainOptions> {
             conflicts.join(", ")
         );
     }
-    Ok(options)
+    Ok(run)
 }
 
 /// Refuses to resume `started` with a different dataset or image size. A photo folder whose
 /// names and sizes are those the run started with, only with other modification times (a copy
 /// of it, or one restored from a backup), is the same: resumed, with the note returned.
 pub(crate) fn check_same_run(
-    started: &RunSettings,
-    now: &RunSettings,
+    started: &RunRecord,
+    now: &RunRecord,
     out: &Path,
 ) -> Result<Option<String>> {
-    let source = |run: &RunSettings| {
-        run.data.as_ref().map_or_else(
-            || format!("{} generated pictures", run.generated_count),
+    let source = |run: &RunRecord| {
+        run.settings.data.as_ref().map_or_else(
+            || format!("{} generated pictures", run.settings.generated_count),
             |dir| dir.display().to_string(),
         )
     };
@@ -223,10 +159,10 @@ pub(crate) fn check_same_run(
             checkpoint::dir(out).display()
         )
     };
-    if started.image_size != now.image_size {
+    if started.settings.image_size != now.settings.image_size {
         return refuse(format!(
             "it was started at {} px, not {} px",
-            started.image_size, now.image_size
+            started.settings.image_size, now.settings.image_size
         ));
     }
     if started.classes != now.classes {
@@ -235,7 +171,7 @@ pub(crate) fn check_same_run(
             started.classes, now.classes
         ));
     }
-    if started.data != now.data {
+    if started.settings.data != now.settings.data {
         return refuse(format!(
             "it was started on {}, not {}",
             source(started),
@@ -252,7 +188,7 @@ pub(crate) fn check_same_run(
             source(now)
         ));
     }
-    let started = RunSettings {
+    let started = RunRecord {
         data_fingerprint: now.data_fingerprint.clone(),
         data_listing: now.data_listing.clone(),
         ..started.clone()
@@ -279,15 +215,4 @@ fn there_is_one<T>(found: Option<T>, out: &Path) -> Result<T> {
             out.display()
         ),
     }
-}
-
-/// `"FLAG VALUE (the run uses RUN)"` when a flag was given with a value other than the run's.
-fn differs<T: PartialEq + std::fmt::Display>(
-    flag: &str,
-    given: Option<T>,
-    run: T,
-) -> Option<String> {
-    given
-        .filter(|value| *value != run)
-        .map(|value| format!("{flag} {value} (the run uses {run})"))
 }

@@ -8,9 +8,9 @@ use burn::optim::{AdamWConfig, GradientsParams, ModuleOptimizer};
 use burn::store::{BurnpackStore, FloatCastAdapter, ModuleSnapshot};
 use burn::tensor::{Bytes, DType, Device, FloatDType, Tensor};
 
-use super::settings::FitSettings;
 use crate::data::{DeviceBatch, HostBatch};
 use crate::device::{Batch, explain_panic};
+use crate::model::TrainSettings;
 use crate::model::{Network, NetworkKind};
 
 /// A network being trained with AdamW on cross-entropy: one [`step`](Self::step) is one batch.
@@ -30,7 +30,7 @@ pub struct Trainer {
 impl Trainer {
     /// A freshly initialised network on `device`, its weights drawn from `settings.seed`,
     /// trained with `settings`' weight decay, dropout and label smoothing.
-    pub fn new(classes: usize, device: &Device, settings: &FitSettings) -> Trainer {
+    pub fn new(classes: usize, device: &Device, settings: &TrainSettings) -> Trainer {
         let device = device.clone().autodiff();
         device.seed(settings.seed);
         Trainer {
@@ -54,7 +54,7 @@ impl Trainer {
         device: &Device,
         model: Vec<u8>,
         optimizer: Vec<u8>,
-        settings: &FitSettings,
+        settings: &TrainSettings,
     ) -> Result<Trainer> {
         // AdamW's moments live beside the gradients, on the device without autodiff; read
         // straight there, not onto burn's default device (vendor/burn-optim/PATCHED.md).
@@ -221,13 +221,13 @@ pub(crate) fn network_from_bytes(
     Ok(network)
 }
 
-fn dropout_seed(settings: &FitSettings) -> Option<u64> {
+fn dropout_seed(settings: &TrainSettings) -> Option<u64> {
     (settings.dropout > 0.0).then_some(settings.seed)
 }
 
 /// Cross-entropy, label-smoothed when `settings` ask for it; validation always scores against
 /// the plain labels.
-fn training_loss(settings: &FitSettings, device: &Device) -> CrossEntropyLoss {
+fn training_loss(settings: &TrainSettings, device: &Device) -> CrossEntropyLoss {
     let smoothing = (settings.label_smoothing > 0.0).then_some(settings.label_smoothing as f32);
     CrossEntropyLossConfig::new()
         .with_smoothing(smoothing)
@@ -268,9 +268,9 @@ mod tests {
     /// changes it is the same. (A few more steps on 4 pictures and the two drift apart: each
     /// step amplifies rounding differences.)
     fn resnet18_steps_match_flex(device: &Device) {
-        let settings = FitSettings {
+        let settings = TrainSettings {
             network: NetworkKind::ResNet18,
-            ..FitSettings::default()
+            ..TrainSettings::default()
         };
         let mut on_flex = Trainer::new(2, &cpu_backend(CpuBackend::Flex).device, &settings);
         let (model, optimizer) = on_flex.to_bytes().unwrap();
@@ -334,9 +334,9 @@ mod tests {
     fn label_smoothing_gives_every_class_a_share_of_the_target() {
         let device = cpu_backend(CpuBackend::Flex).device;
         let loss = |label_smoothing| {
-            let settings = FitSettings {
+            let settings = TrainSettings {
                 label_smoothing,
-                ..FitSettings::default()
+                ..TrainSettings::default()
             };
             let logits = Tensor::<2>::from_floats([[2.0, 0.0]], &device);
             let labels = Tensor::<1, Int>::from_ints([0], &device);
