@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::Args;
 
+use crate::device::Survey;
 use crate::output;
 
 #[derive(Debug, Args)]
@@ -18,10 +19,10 @@ pub struct DevicesArgs {
 }
 
 pub(super) fn run(args: DevicesArgs) -> Result<ExitCode> {
-    let survey = output::Survey::take()?;
+    let survey = Survey::take()?;
     match args.json {
-        true => println!("{}", survey.json()),
-        false => println!("{}", survey.text()),
+        true => println!("{}", output::devices_json(&survey)),
+        false => println!("{}", output::devices_text(&survey)),
     }
     Ok(ExitCode::SUCCESS)
 }

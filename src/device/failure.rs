@@ -8,28 +8,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::{Result, anyhow};
 
+use super::Batch;
+
 /// How many [`explain_panic`] calls are running: while any is, panics are not printed, for
 /// the one it catches is reported as an error instead. Process-wide, not per thread: burn's
 /// GPU runtime works on threads of its own and raises their panics again on the caller's.
 static EXPLAINING: AtomicUsize = AtomicUsize::new(0);
-
-/// The photos a piece of work sends to the device at once: what an out-of-memory message
-/// names, and says how to lower.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Batch {
-    /// Set by `--batch-size` and shaped by `--image-size` (training, validation, the bench).
-    Chosen(usize),
-    /// catdog's own, at the model's size (`predict`, `eval`).
-    Fixed(usize),
-}
-
-impl Batch {
-    pub(crate) fn size(self) -> usize {
-        match self {
-            Batch::Chosen(size) | Batch::Fixed(size) => size,
-        }
-    }
-}
 
 /// Runs `work`; a panic inside it becomes an error explaining it.
 pub(crate) fn explain_panic<T>(batch: Batch, work: impl FnOnce() -> T) -> Result<T> {

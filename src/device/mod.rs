@@ -3,11 +3,13 @@
 
 mod allocator;
 mod backend;
+mod batch;
 mod failure;
 mod hardware;
 mod kernels;
 mod missing_gpu;
 mod precision;
+mod survey;
 
 pub use backend::{
     Backend, BackendChoice, BackendKind, CpuBackend, GpuFeatures, Selection, cpu_backend, select,
@@ -16,5 +18,7 @@ pub use hardware::{AdapterKind, GpuAdapter, hardware_gpu};
 pub use precision::Precision;
 
 pub(crate) use backend::{Plan, plan};
-pub(crate) use failure::{Batch, explain_panic};
+pub(crate) use batch::Batch;
+pub(crate) use failure::explain_panic;
 pub(crate) use hardware::{CpuInfo, all_gpu_adapters, cpu_info};
+pub(crate) use survey::{OpenedGpu, Survey};

@@ -56,16 +56,60 @@ pub(super) fn fetch(
     if expected.is_some_and(|size| have == size) {
         return Ok(0);
     }
-    let agent: Agent = Agent::config_builder()
+    let mut response = get(&agent(), url, &resume_headers(part, have))?;
+    let (start, total) = match answer(&response, url, part, have, expected)? {
+        Answer::From { start, total } => (start, total),
+        Answer::AlreadyWhole => return Ok(0),
+        Answer::StartAgain => {
+            remove_part(part)?;
+            return fetch(url, part, expected, ceiling, room, progress);
+        }
+    };
+    let limit = check_size(url, part, start, total, expected, ceiling, room)?;
+    let total = total.or(expected);
+    let mut file = open_part(part, start, header(&response, "etag"), || {
+        header(&response, "last-modified")
+    })?;
+
+    progress.step_started(&format!("downloading {url}"), true, total, start);
+    let body = Body {
+        url,
+        part,
+        start,
+        total,
+        limit,
+        ceiling,
+    };
+    let (fetched, outcome) = body.copy(
+        &mut response.body_mut().as_reader(),
+        &mut file,
+        room,
+        progress,
+    )?;
+    progress.step_finished();
+    file.sync_all()
+        .with_context(|| format!("cannot write {}", part.display()))?;
+    body.check_complete(start + fetched, outcome)?;
+    Ok(fetched)
+}
+
+/// The HTTP client: bounded waits, no automatic redirects (`get` follows them, refusing
+/// https → http), catdog's name.
+fn agent() -> Agent {
+    Agent::config_builder()
         .timeout_connect(Some(Duration::from_secs(30)))
         // A stalled connection ends the run, and the next one resumes.
         .timeout_per_read(Some(Duration::from_secs(60)))
         .http_status_as_error(false)
-        // Followed by `get`, which refuses https → http.
         .max_redirects(0)
         .user_agent(concat!("catdog/", env!("CARGO_PKG_VERSION")))
         .build()
-        .into();
+        .into()
+}
+
+/// With `have` bytes in `part` already, the request for the rest, only if the file is still
+/// the one they came from (`If-Range` with its validator).
+fn resume_headers(part: &Path, have: u64) -> Vec<(&'static str, String)> {
     let mut headers = Vec::new();
     if have > 0 {
         headers.push(("Range", format!("bytes={have}-")));
@@ -73,43 +117,86 @@ pub(super) fn fetch(
             headers.push(("If-Range", validator.trim().to_string()));
         }
     }
-    let mut response = get(&agent, url, &headers)?;
+    headers
+}
+
+/// A response header as text.
+fn header(response: &ureq::http::Response<ureq::Body>, name: &str) -> Option<String> {
+    response
+        .headers()
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+}
+
+/// What the server's answer means for the part on disk.
+enum Answer {
+    /// Its body is the file from byte `start`, of `total` bytes where it says.
+    From { start: u64, total: Option<u64> },
+    /// The part holds the whole file already.
+    AlreadyWhole,
+    /// The part is longer than the file: start again, once.
+    StartAgain,
+}
+
+/// Reads the status and the headers of the answer to a request for `url` with `have` bytes in
+/// `part`.
+fn answer(
+    response: &ureq::http::Response<ureq::Body>,
+    url: &str,
+    part: &Path,
+    have: u64,
+    expected: Option<u64>,
+) -> Result<Answer> {
     let status = response.status().as_u16();
     let length = response.body().content_length();
-    let header = |name: &str| {
-        response
-            .headers()
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string)
-    };
-    let (start, total) = match status {
-        206 => match header("content-range").as_deref().and_then(content_range) {
-            Some((start, total)) if start == have => (start, total.or(length.map(|l| start + l))),
+    match status {
+        206 => match header(response, "content-range")
+            .as_deref()
+            .and_then(content_range)
+        {
+            Some((start, total)) if start == have => Ok(Answer::From {
+                start,
+                total: total.or(length.map(|l| start + l)),
+            }),
             _ => bail!(
                 "{url} answered a resumed download with another part of the file; remove {} \
                  and run again",
                 part.display()
             ),
         },
-        200 => (0, length),
+        200 => Ok(Answer::From {
+            start: 0,
+            total: length,
+        }),
         416 if have > 0 => {
             // "Range Not Satisfiable" with `Content-Range: bytes */N`: the part holds all N
             // bytes already (a download that ended just before it was unpacked).
-            let size = header("content-range")
+            let size = header(response, "content-range")
                 .as_deref()
                 .and_then(|v| v.strip_prefix("bytes */"))
                 .and_then(|n| n.trim().parse::<u64>().ok());
-            if size == Some(have) && expected.is_none_or(|e| e == have) {
-                return Ok(0);
+            match size == Some(have) && expected.is_none_or(|e| e == have) {
+                true => Ok(Answer::AlreadyWhole),
+                false => Ok(Answer::StartAgain),
             }
-            // The part on disk is longer than the file: start again, once.
-            remove_part(part)?;
-            return fetch(url, part, expected, ceiling, room, progress);
         }
         404 | 410 => bail!("{url} answered {status}: the archive is not there (any more)"),
         _ => bail!("{url} answered HTTP {status}: try again later"),
-    };
+    }
+}
+
+/// Refuses a file other than the archive, larger than it can be, or without room for it, and
+/// a part longer than the file; returns the most bytes the part may end with.
+fn check_size(
+    url: &str,
+    part: &Path,
+    start: u64,
+    total: Option<u64>,
+    expected: Option<u64>,
+    ceiling: u64,
+    room: &dyn Fn(u64, u64) -> Result<()>,
+) -> Result<u64> {
     if let (Some(expected), Some(total)) = (expected, total)
         && expected != total
     {
@@ -131,15 +218,25 @@ pub(super) fn fetch(
         "{} holds {start} bytes, more than the {limit} of the file: remove it and run again",
         part.display()
     );
-    // A new file's validator goes with the part only once the part is that file's (opened
-    // afresh, empty), so that the two never describe different files.
+    Ok(limit)
+}
+
+/// Opens `part` to append from `start`, or afresh from 0; a new file's validator (its strong
+/// `ETag`, or else `last_modified`) goes with the part only once the part is that file's
+/// (opened afresh, empty), so that the two never describe different files.
+fn open_part(
+    part: &Path,
+    start: u64,
+    etag: Option<String>,
+    last_modified: impl FnOnce() -> Option<String>,
+) -> Result<fs::File> {
     if start == 0 {
         let _ = fs::remove_file(validator_path(part));
     }
-    let validator = header("etag")
+    let validator = etag
         .filter(|tag| !tag.starts_with("W/"))
-        .or_else(|| header("last-modified"));
-    let mut file = OpenOptions::new()
+        .or_else(last_modified);
+    let file = OpenOptions::new()
         .create(true)
         .write(true)
         .append(start > 0)
@@ -152,71 +249,91 @@ pub(super) fn fetch(
         fs::write(validator_path(part), validator)
             .with_context(|| format!("cannot write {}", validator_path(part).display()))?;
     }
+    Ok(file)
+}
 
-    progress.step_started(&format!("downloading {url}"), true, total, start);
-    let mut body = response.body_mut().as_reader();
-    let mut buffer = vec![0; 256 * 1024];
-    let mut fetched = 0u64;
-    let mut room_checked_at = 0u64;
-    let outcome = loop {
-        match body.read(&mut buffer) {
-            Ok(0) => break Ok(()),
-            Ok(n) => {
-                // Never past the size announced, or past the ceiling where none was.
-                let left = limit - (start + fetched);
-                let keep = (n as u64).min(left) as usize;
-                file.write_all(&buffer[..keep])
-                    .with_context(|| format!("cannot write {}", part.display()))?;
-                fetched += keep as u64;
-                progress.advanced(keep as u64);
-                if keep < n {
-                    match total {
-                        // The whole file is here; what the server sent on is not part of it.
-                        Some(_) => break Ok(()),
-                        None => {
-                            drop(file);
-                            remove_part(part)?;
-                            bail!(
-                                "{url} sent more than {}, more than this archive can be: \
-                                 stopped, and removed {}",
-                                human_bytes(ceiling),
-                                part.display()
-                            );
-                        }
-                    }
+/// The body being written into the part, from byte `start`, never past `limit`.
+struct Body<'a> {
+    url: &'a str,
+    part: &'a Path,
+    start: u64,
+    total: Option<u64>,
+    limit: u64,
+    ceiling: u64,
+}
+
+impl Body<'_> {
+    /// Copies `body` into `file`, checking for room as it grows; returns the bytes written,
+    /// and how the reading ended (an error there leaves the part to resume).
+    fn copy(
+        &self,
+        body: &mut impl Read,
+        file: &mut fs::File,
+        room: &dyn Fn(u64, u64) -> Result<()>,
+        progress: &mut dyn DownloadProgress,
+    ) -> Result<(u64, std::io::Result<()>)> {
+        let mut buffer = vec![0; 256 * 1024];
+        let mut fetched = 0u64;
+        let mut room_checked_at = 0u64;
+        loop {
+            let n = match body.read(&mut buffer) {
+                Ok(0) => return Ok((fetched, Ok(()))),
+                Ok(n) => n,
+                Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(err) => return Ok((fetched, Err(err))),
+            };
+            // Never past the size announced, or past the ceiling where none was.
+            let left = self.limit - (self.start + fetched);
+            let keep = (n as u64).min(left) as usize;
+            file.write_all(&buffer[..keep])
+                .with_context(|| format!("cannot write {}", self.part.display()))?;
+            fetched += keep as u64;
+            progress.advanced(keep as u64);
+            if keep < n {
+                if self.total.is_some() {
+                    // The whole file is here; what the server sent on is not part of it.
+                    return Ok((fetched, Ok(())));
                 }
-                if fetched - room_checked_at >= ROOM_CHECK_EVERY {
-                    room_checked_at = fetched;
-                    let got = start + fetched;
-                    room(total.unwrap_or(got + ROOM_CHECK_EVERY), got)?;
-                }
+                remove_part(self.part)?;
+                bail!(
+                    "{} sent more than {}, more than this archive can be: stopped, and \
+                     removed {}",
+                    self.url,
+                    human_bytes(self.ceiling),
+                    self.part.display()
+                );
             }
-            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(err) => break Err(err),
+            if fetched - room_checked_at >= ROOM_CHECK_EVERY {
+                room_checked_at = fetched;
+                let got = self.start + fetched;
+                room(self.total.unwrap_or(got + ROOM_CHECK_EVERY), got)?;
+            }
         }
-    };
-    progress.step_finished();
-    file.sync_all()
-        .with_context(|| format!("cannot write {}", part.display()))?;
-    let got = start + fetched;
-    let total_text = total.map_or_else(|| "?".to_string(), |t| t.to_string());
-    if let Err(err) = outcome {
-        bail!(
-            "the download stopped after {got} of {total_text} bytes ({err}); {} keeps them: run \
-             the same command again to resume",
-            part.display()
-        );
     }
-    if let Some(total) = total
-        && got != total
-    {
-        bail!(
-            "the download ended after {got} of {total} bytes; {} keeps them: run the same \
-             command again to resume",
-            part.display()
-        );
+
+    /// Refuses a download that stopped or ended short, saying that the part keeps what came.
+    fn check_complete(&self, got: u64, outcome: std::io::Result<()>) -> Result<()> {
+        let total_text = self
+            .total
+            .map_or_else(|| "?".to_string(), |t| t.to_string());
+        if let Err(err) = outcome {
+            bail!(
+                "the download stopped after {got} of {total_text} bytes ({err}); {} keeps them: \
+                 run the same command again to resume",
+                self.part.display()
+            );
+        }
+        if let Some(total) = self.total
+            && got != total
+        {
+            bail!(
+                "the download ended after {got} of {total} bytes; {} keeps them: run the same \
+                 command again to resume",
+                self.part.display()
+            );
+        }
+        Ok(())
     }
-    Ok(fetched)
 }
 
 /// GET `url` with `headers`, following up to [`MAX_REDIRECTS`] redirects, none of them from

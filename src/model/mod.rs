@@ -1,15 +1,17 @@
-//! The network, the model folder it is saved in, and the model built into catdog.
+//! The networks (`network.rs`: which one, and the one in use; `small_cnn.rs`, `resnet.rs`),
+//! what a run that trains one is asked to do (`settings.rs`, `schedule.rs`), the model folder
+//! it is saved in (`saved.rs`), and the model built into catdog.
 
 mod builtin;
 mod fused;
 mod network;
-mod networks;
 mod norm_pool_relu;
 mod resnet;
 mod rewrite;
 mod saved;
 mod schedule;
 mod settings;
+mod small_cnn;
 mod typical;
 
 use std::path::{Path, PathBuf};
@@ -18,8 +20,7 @@ use anyhow::{Result, ensure};
 use burn::tensor::Device;
 
 pub use builtin::{HELD_OUT_PHOTOS as BUILTIN_HELD_OUT, TRAINED_ON_PHOTOS as BUILTIN_TRAINED_ON};
-pub use network::{LOOK_BLOCK, SmallCnn};
-pub use networks::{Network, NetworkKind};
+pub use network::{Network, NetworkKind};
 pub use norm_pool_relu::norm_pool_relu;
 pub use resnet::ResNet18;
 pub use saved::{
@@ -28,6 +29,7 @@ pub use saved::{
 pub(crate) use saved::{info_path, is_model_folder, weights_ceiling};
 pub use schedule::Schedule;
 pub use settings::{MAX_GENERATED, TrainSettings};
+pub use small_cnn::{LOOK_BLOCK, SmallCnn};
 pub use typical::{FIT_PHOTOS_AT_LEAST, Typical, UNUSUAL_SHARE};
 
 /// Which trained model a command runs: never a surprise, so the output names it.

@@ -28,7 +28,7 @@ const VARIANCE_FLOOR: f64 = 1e-6;
 /// distance beyond which a photo is unusual.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Typical {
-    /// The block whose output the look sums up (0-based): [`super::network::LOOK_BLOCK`].
+    /// The block whose output the look sums up (0-based): [`super::small_cnn::LOOK_BLOCK`].
     pub block: usize,
     pub mean: Vec<f32>,
     /// Standard deviations, [`VARIANCE_FLOOR`] included.

@@ -2,46 +2,26 @@
 
 use serde_json::{Value, json};
 
-use crate::device::{Backend, BackendKind, CpuInfo, GpuAdapter, Plan};
+use crate::device::{BackendKind, CpuInfo, GpuAdapter, OpenedGpu, Plan, Survey};
 
-/// The adapter `--backend wgpu` opened, or why it would not open.
-pub type OpenedGpu = Result<Backend, String>;
-
-/// What `catdog devices` reports, gathered once: the CPU, every adapter wgpu sees, what
-/// `--backend auto` picks, and the adapter `--backend wgpu` opens (opened to ask what its
-/// kernels can use).
-pub struct Survey {
-    cpu: &'static CpuInfo,
-    adapters: Vec<&'static GpuAdapter>,
-    auto: Plan,
-    wgpu: Option<OpenedGpu>,
+/// `catdog devices`' text, from what [`Survey::take`] found; its first line is the verdict.
+pub fn devices_text(survey: &Survey) -> String {
+    text_of(
+        survey.cpu,
+        &survey.adapters,
+        &survey.auto,
+        survey.wgpu.as_ref(),
+    )
 }
 
-impl Survey {
-    pub fn take() -> anyhow::Result<Survey> {
-        let adapters = crate::device::all_gpu_adapters();
-        let wgpu = (!adapters.is_empty()).then(|| {
-            crate::device::select(crate::device::BackendChoice::Wgpu)
-                .map(|selection| selection.backend)
-                .map_err(|err| format!("{err:#}"))
-        });
-        Ok(Survey {
-            cpu: crate::device::cpu_info(),
-            auto: crate::device::plan(crate::device::BackendChoice::Auto)?,
-            adapters,
-            wgpu,
-        })
-    }
-
-    /// `catdog devices`' text; its first line is the verdict.
-    pub fn text(&self) -> String {
-        devices_text(self.cpu, &self.adapters, &self.auto, self.wgpu.as_ref())
-    }
-
-    /// `catdog devices --json`.
-    pub fn json(&self) -> Value {
-        devices_json(self.cpu, &self.adapters, &self.auto, self.wgpu.as_ref())
-    }
+/// `catdog devices --json`.
+pub fn devices_json(survey: &Survey) -> Value {
+    json_of(
+        survey.cpu,
+        &survey.adapters,
+        &survey.auto,
+        survey.wgpu.as_ref(),
+    )
 }
 
 /// The first line of `catdog devices`: is there a GPU, and what will catdog use.
@@ -67,7 +47,7 @@ fn verdict(adapters: &[&GpuAdapter], auto: &Plan) -> String {
 }
 
 /// `catdog devices`: the verdict, then the CPU, every adapter wgpu sees, and what `--backend auto` picks.
-fn devices_text(
+fn text_of(
     cpu: &CpuInfo,
     adapters: &[&GpuAdapter],
     auto: &Plan,
@@ -125,7 +105,7 @@ fn devices_text(
 }
 
 /// `catdog devices --json`.
-fn devices_json(
+fn json_of(
     cpu: &CpuInfo,
     adapters: &[&GpuAdapter],
     auto: &Plan,

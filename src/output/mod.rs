@@ -14,7 +14,7 @@ mod verdict;
 use std::path::Path;
 
 pub use bench::{bench_chart, bench_markdown, bench_text};
-pub use devices::Survey;
+pub use devices::{devices_json, devices_text};
 pub use download::download_summary;
 pub use eval::{evaluation_text, reliability_diagram};
 pub use model::{REAL_PHOTOS, generated_model_note, model_line, model_name};

@@ -26,7 +26,7 @@ use anyhow::{Result, anyhow};
 use serde_json::{Value, json};
 
 use self::bench_job::BenchJob;
-use crate::device::Backend;
+use crate::device::{Backend, Survey};
 use crate::inference::Predictor;
 use crate::model::ModelChoice;
 use crate::output;
@@ -77,9 +77,9 @@ impl State {
     }
 
     fn devices(&self) -> &Value {
-        self.devices.get_or_init(|| match output::Survey::take() {
+        self.devices.get_or_init(|| match Survey::take() {
             Ok(survey) => {
-                let text = survey.text();
+                let text = output::devices_text(&survey);
                 json!({
                     "verdict": text.lines().next().unwrap_or_default(),
                     "text": text,
