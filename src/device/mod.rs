@@ -21,4 +21,4 @@ pub(crate) use backend::{Plan, plan};
 pub(crate) use batch::Batch;
 pub(crate) use failure::explain_panic;
 pub(crate) use hardware::{CpuInfo, all_gpu_adapters, cpu_info};
-pub(crate) use survey::{OpenedGpu, Survey};
+pub(crate) use survey::Survey;

@@ -2,27 +2,7 @@
 
 use serde_json::{Value, json};
 
-use crate::device::{BackendKind, CpuInfo, GpuAdapter, OpenedGpu, Plan, Survey};
-
-/// `catdog devices`' text, from what [`Survey::take`] found; its first line is the verdict.
-pub fn devices_text(survey: &Survey) -> String {
-    text_of(
-        survey.cpu,
-        &survey.adapters,
-        &survey.auto,
-        survey.wgpu.as_ref(),
-    )
-}
-
-/// `catdog devices --json`.
-pub fn devices_json(survey: &Survey) -> Value {
-    json_of(
-        survey.cpu,
-        &survey.adapters,
-        &survey.auto,
-        survey.wgpu.as_ref(),
-    )
-}
+use crate::device::{BackendKind, GpuAdapter, Plan, Survey};
 
 /// The first line of `catdog devices`: is there a GPU, and what will catdog use.
 fn verdict(adapters: &[&GpuAdapter], auto: &Plan) -> String {
@@ -46,13 +26,15 @@ fn verdict(adapters: &[&GpuAdapter], auto: &Plan) -> String {
     }
 }
 
-/// `catdog devices`: the verdict, then the CPU, every adapter wgpu sees, and what `--backend auto` picks.
-fn text_of(
-    cpu: &CpuInfo,
-    adapters: &[&GpuAdapter],
-    auto: &Plan,
-    wgpu: Option<&OpenedGpu>,
-) -> String {
+/// `catdog devices`' text, from what [`Survey::take`] found: the verdict, then the CPU, every
+/// adapter wgpu sees, and what `--backend auto` picks.
+pub fn devices_text(survey: &Survey) -> String {
+    let Survey {
+        cpu,
+        adapters,
+        auto,
+        wgpu,
+    } = survey;
     let mut out = verdict(adapters, auto);
     out.push_str(&format!(
         "CPU: {}, {} cores, {} threads (the CPU backends compute on {}), {:.1} GiB memory\n",
@@ -105,12 +87,13 @@ fn text_of(
 }
 
 /// `catdog devices --json`.
-fn json_of(
-    cpu: &CpuInfo,
-    adapters: &[&GpuAdapter],
-    auto: &Plan,
-    wgpu: Option<&OpenedGpu>,
-) -> Value {
+pub fn devices_json(survey: &Survey) -> Value {
+    let Survey {
+        cpu,
+        adapters,
+        auto,
+        wgpu,
+    } = survey;
     let wgpu = match wgpu {
         Some(Ok(backend)) => {
             json!({"device": backend.device_name, "features": backend.gpu_features})
