@@ -145,7 +145,7 @@ pub fn main() -> ExitCode {
 
 /// Whether catdog takes these words as a command line, without running anything: `Ok` for a
 /// command or for `--help`/`--version`, clap's error otherwise. For checking the examples in
-/// the help texts and documents (tests/examples.rs).
+/// the help texts and documents (tests/specs/examples.rs).
 pub fn parse_check(words: &[String]) -> Result<(), String> {
     use clap::error::ErrorKind;
     match Cli::try_parse_from(words) {

@@ -102,7 +102,7 @@ mod tests {
     use burn::nn::pool::MaxPool2dConfig;
     use burn::tensor::{Device, Distribution};
 
-    /// The one operation is what flex trains with (the tests in tests/training.rs compare
+    /// The one operation is what flex trains with (the tests in tests/specs/flex_kernels.rs compare
     /// its values with the three apart, which would match just as well if it were skipped).
     #[test]
     fn flex_training_takes_the_one_operation_and_nothing_else_does() {

@@ -1,269 +1,20 @@
-//! `catdog download` against a server on 127.0.0.1 that this test starts, serving archives
-//! it makes: no test touches the internet.
+//! `catdog download` against a server on 127.0.0.1 that the test starts, serving archives
+//! it makes: no test touches the internet. A download is checked, laid out by class, resumed
+//! where it stopped, refused where it is damaged, too long or would land outside its folder,
+//! and flushed to disk before its folder is marked complete.
 
-mod common;
+mod archives;
+mod server;
 
-use std::io::{BufRead, BufReader, Cursor, Write};
-use std::net::{TcpListener, TcpStream};
+use std::fs;
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
-use std::{fs, thread};
 
 use catdog::download::{Format, Layout, Request, Source, Summary, download};
-use common::{assert_fails_with, assert_success, catdog, stdout, strace_or_skip};
-use md5::{Digest, Md5};
 
-/// What the server does with one connection.
-#[derive(Clone, Copy)]
-enum Reply {
-    /// The file, or the part a Range header asks for.
-    Whole,
-    /// Announces the whole file, sends its first `n` bytes and hangs up.
-    DropAfter(usize),
-    /// Sends only the first `n` bytes, as if that were the whole file.
-    Truncated(usize),
-    Status(u16),
-    /// The file, then `n` bytes more, with no Content-Length (the body ends when the
-    /// connection closes).
-    Longer(usize),
-    /// 416 Range Not Satisfiable, saying the file's size (`Content-Range: bytes */N`).
-    NotSatisfiable,
-    /// 302 to the same file under another path.
-    Redirect,
-}
-
-struct Server {
-    url: String,
-    /// The Range header of each request, `None` where it had none.
-    ranges: Arc<Mutex<Vec<Option<String>>>>,
-    /// The If-Range header of each request.
-    if_ranges: Arc<Mutex<Vec<Option<String>>>>,
-}
-
-/// The ETag the test server gives `body`: its MD5, so another file has another one.
-fn etag(body: &[u8]) -> String {
-    format!("\"{}\"", md5_hex(body))
-}
-
-/// Serves `body` under any path, one reply per connection in order (the last repeats).
-fn serve(body: Vec<u8>, replies: Vec<Reply>) -> Server {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let ranges = Arc::new(Mutex::new(Vec::new()));
-    let if_ranges = Arc::new(Mutex::new(Vec::new()));
-    let (seen, seen_if) = (Arc::clone(&ranges), Arc::clone(&if_ranges));
-    thread::spawn(move || {
-        for (n, stream) in listener.incoming().enumerate() {
-            let Ok(stream) = stream else { continue };
-            let reply = replies[n.min(replies.len() - 1)];
-            let (range, if_range) = answer(stream, &body, reply);
-            seen.lock().unwrap().push(range);
-            seen_if.lock().unwrap().push(if_range);
-        }
-    });
-    Server {
-        url,
-        ranges,
-        if_ranges,
-    }
-}
-
-fn answer(mut stream: TcpStream, body: &[u8], reply: Reply) -> (Option<String>, Option<String>) {
-    let mut range = None;
-    let mut if_range = None;
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 || line.trim().is_empty() {
-            break;
-        }
-        if let Some(value) = line.to_ascii_lowercase().strip_prefix("range:") {
-            range = Some(value.trim().to_string());
-        }
-        if line.to_ascii_lowercase().starts_with("if-range:") {
-            if_range = Some(line["if-range:".len()..].trim().to_string());
-        }
-    }
-    let tag = etag(body);
-    let head = |status: &str, length: usize, extra: &str| {
-        format!(
-            "HTTP/1.1 {status}\r\nContent-Length: {length}\r\nETag: {tag}\r\n{extra}\
-             Connection: close\r\n\r\n"
-        )
-    };
-    // A Range with an If-Range naming another version of the file gets the whole file.
-    let range_served = range
-        .as_deref()
-        .filter(|_| if_range.as_ref().is_none_or(|v| *v == tag));
-    let _ = match reply {
-        Reply::Whole => match range_served.and_then(|r| r.strip_prefix("bytes=")) {
-            Some(from) => {
-                let from: usize = from.trim_end_matches('-').parse().unwrap();
-                let rest = &body[from..];
-                let extra = format!(
-                    "Content-Range: bytes {from}-{}/{}\r\n",
-                    body.len() - 1,
-                    body.len()
-                );
-                stream
-                    .write_all(head("206 Partial Content", rest.len(), &extra).as_bytes())
-                    .and_then(|()| stream.write_all(rest))
-            }
-            None => stream
-                .write_all(head("200 OK", body.len(), "").as_bytes())
-                .and_then(|()| stream.write_all(body)),
-        },
-        Reply::DropAfter(n) => stream
-            .write_all(head("200 OK", body.len(), "").as_bytes())
-            .and_then(|()| stream.write_all(&body[..n])),
-        Reply::Truncated(n) => stream
-            .write_all(head("200 OK", n, "").as_bytes())
-            .and_then(|()| stream.write_all(&body[..n])),
-        Reply::Status(code) => stream
-            .write_all(head(&format!("{code} Oops"), 4, "").as_bytes())
-            .and_then(|()| stream.write_all(b"oops")),
-        Reply::Longer(n) => stream
-            .write_all(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n")
-            .and_then(|()| stream.write_all(body))
-            .and_then(|()| stream.write_all(&vec![0x55; n])),
-        Reply::NotSatisfiable => stream.write_all(
-            head(
-                "416 Range Not Satisfiable",
-                0,
-                &format!("Content-Range: bytes */{}\r\n", body.len()),
-            )
-            .as_bytes(),
-        ),
-        Reply::Redirect => {
-            stream.write_all(head("302 Found", 0, "Location: /moved/here/cats.zip\r\n").as_bytes())
-        }
-    };
-    let _ = stream.shutdown(std::net::Shutdown::Both);
-    (range, if_range)
-}
-
-/// A small PNG, different for each `seed` (the name says .jpg: catdog reads what it is).
-fn picture(seed: u8) -> Vec<u8> {
-    let image = image::RgbImage::from_pixel(4, 4, image::Rgb([seed, 100, 200]));
-    let mut bytes = Cursor::new(Vec::new());
-    image.write_to(&mut bytes, image::ImageFormat::Png).unwrap();
-    bytes.into_inner()
-}
-
-/// A tar.gz of `(path, bytes)`, paths written as given, `..` and all.
-fn tar_gz(entries: &[(&str, Vec<u8>)]) -> Vec<u8> {
-    let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(
-        Vec::new(),
-        flate2::Compression::fast(),
-    ));
-    for (path, bytes) in entries {
-        let mut header = tar::Header::new_old();
-        header.as_old_mut().name[..path.len()].copy_from_slice(path.as_bytes());
-        header.set_size(bytes.len() as u64);
-        header.set_mode(0o644);
-        header.set_cksum();
-        builder.append(&header, bytes.as_slice()).unwrap();
-    }
-    builder.into_inner().unwrap().finish().unwrap()
-}
-
-fn zip(entries: &[(&str, Vec<u8>)]) -> Vec<u8> {
-    let mut writer = zip::ZipWriter::new(Cursor::new(Vec::new()));
-    for (path, bytes) in entries {
-        writer
-            .start_file(*path, zip::write::SimpleFileOptions::default())
-            .unwrap();
-        writer.write_all(bytes).unwrap();
-    }
-    writer.finish().unwrap().into_inner()
-}
-
-/// A zip of `entries` whose central directory says each photo unpacks to `declared` bytes:
-/// written with ZIP64 fields, whose uncompressed sizes (8 bytes, first in the field) are then
-/// overwritten.
-fn zip_declaring(entries: &[(&str, Vec<u8>)], declared: u64) -> Vec<u8> {
-    let mut writer = zip::ZipWriter::new(Cursor::new(Vec::new()));
-    let options = zip::write::SimpleFileOptions::default()
-        .compression_method(zip::CompressionMethod::Stored)
-        .large_file(true);
-    for (path, bytes) in entries {
-        writer.start_file(*path, options).unwrap();
-        writer.write_all(bytes).unwrap();
-    }
-    let mut zip = writer.finish().unwrap().into_inner();
-    let u16_at = |zip: &[u8], at: usize| u16::from_le_bytes([zip[at], zip[at + 1]]) as usize;
-    let mut patched = 0;
-    let mut at = 0;
-    while let Some(found) = zip[at..].windows(4).position(|w| w == b"PK\x01\x02") {
-        let header = at + found;
-        let (name, extra) = (u16_at(&zip, header + 28), u16_at(&zip, header + 30));
-        let mut field = header + 46 + name;
-        while field < header + 46 + name + extra {
-            if u16_at(&zip, field) == 1 {
-                zip[field + 4..field + 12].copy_from_slice(&declared.to_le_bytes());
-                patched += 1;
-            }
-            field += 4 + u16_at(&zip, field + 2);
-        }
-        at = header + 46;
-    }
-    assert_eq!(
-        patched,
-        entries.len(),
-        "a ZIP64 field in each central header"
-    );
-    zip
-}
-
-fn md5_hex(bytes: &[u8]) -> &'static str {
-    let hex: String = Md5::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    Box::leak(hex.into_boxed_str())
-}
-
-/// A source like Oxford-IIIT Pet's: a tar.gz of breed-named photos, with size and MD5.
-fn pets(archive: &[u8]) -> Source {
-    Source {
-        name: "test-pets",
-        title: "test photos",
-        url: "https://example.invalid/data/images.tar.gz",
-        size: Some(archive.len() as u64),
-        md5: Some(md5_hex(archive)),
-        max_size: archive.len() as u64,
-        format: Format::TarGz,
-        layout: Layout::BreedCase,
-    }
-}
-
-/// A source like Microsoft's Kaggle copy: a zip of class folders, size and checksum unknown.
-fn kaggle_like() -> Source {
-    Source {
-        name: "test-kaggle",
-        title: "test photos",
-        url: "https://example.invalid/cats.zip",
-        size: None,
-        md5: None,
-        max_size: 1 << 20,
-        format: Format::Zip,
-        layout: Layout::ClassFolders,
-    }
-}
-
-fn pet_entries() -> Vec<(&'static str, Vec<u8>)> {
-    vec![
-        ("images/Abyssinian_1.jpg", picture(1)),
-        ("images/Bengal_2.jpg", picture(2)),
-        ("images/beagle_1.jpg", picture(3)),
-        ("images/Abyssinian_1.mat", b"not a photo".to_vec()),
-        ("images/pug_7.jpg", Vec::new()),
-        (
-            "images/Persian_3.jpg",
-            b"<html>this is no JPEG</html>".to_vec(),
-        ),
-    ]
-}
+use crate::common::{assert_success, catdog, stdout, strace_or_skip};
+use archives::{kaggle_like, md5_hex, pet_entries, pets, picture, tar_gz, zip, zip_declaring};
+use server::{Reply, Server, etag, serve};
 
 fn request(server: &Server, to: &Path) -> Request {
     Request {
@@ -722,15 +473,11 @@ fn the_command_downloads_through_a_mirror_and_unpacks_an_archive_by_hand() {
     ]);
     let server = serve(archive.clone(), vec![Reply::Whole]);
     let to = dir.path().join("kaggle");
-    let output = catdog(&[
-        "download",
-        "kaggle",
-        "--mirror",
-        &server.url,
-        "--to",
-        to.to_str().unwrap(),
-    ]);
-    assert_success(&output);
+    let output = catdog()
+        .download()
+        .args(["kaggle", "--mirror", &server.url, "--to"])
+        .arg(&to)
+        .succeeds();
     let text = stdout(&output);
     assert!(
         text.contains("1 cat photos") && text.contains("1 dog photos"),
@@ -747,16 +494,14 @@ fn the_command_downloads_through_a_mirror_and_unpacks_an_archive_by_hand() {
     let file = dir.path().join("kagglecatsanddogs_5340.zip");
     fs::write(&file, &archive).unwrap();
     let by_hand = dir.path().join("by-hand");
-    let output = catdog(&[
-        "download",
-        "kaggle",
-        "--archive",
-        file.to_str().unwrap(),
-        "--to",
-        by_hand.to_str().unwrap(),
-        "--json",
-    ]);
-    assert_success(&output);
+    let output = catdog()
+        .download()
+        .args(["kaggle", "--archive"])
+        .arg(&file)
+        .arg("--to")
+        .arg(&by_hand)
+        .json()
+        .succeeds();
     let summary: serde_json::Value = serde_json::from_str(stdout(&output).trim()).unwrap();
     assert_eq!(
         (summary["cats"].as_u64(), summary["dogs"].as_u64()),
@@ -770,15 +515,11 @@ fn the_command_downloads_through_a_mirror_and_unpacks_an_archive_by_hand() {
     // oxford-pets' size and MD5 are the real ones: a test archive under its name is refused.
     let server = serve(tar_gz(&pet_entries()), vec![Reply::Whole]);
     let pets = dir.path().join("pets");
-    let output = catdog(&[
-        "download",
-        "oxford-pets",
-        "--mirror",
-        &server.url,
-        "--to",
-        pets.to_str().unwrap(),
-    ]);
-    assert_fails_with(&output, "the archive has 791918971");
+    catdog()
+        .download()
+        .args(["oxford-pets", "--mirror", &server.url, "--to"])
+        .arg(&pets)
+        .fails_with("the archive has 791918971");
     assert!(!pets.exists());
 }
 

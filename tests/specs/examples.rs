@@ -3,16 +3,9 @@
 //! naming the file and line), and those that need no data of the user's, no network and no
 //! GPU run as written and succeed.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::{assert_success, catdog, command, stdout};
-
-/// The project folder.
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
+use crate::common::{catdog, root, stdout};
 
 /// The Markdown files whose command blocks are examples: the README, the Dutch page, and
 /// every document beside them.
@@ -85,7 +78,7 @@ fn words(line: &str) -> Vec<String> {
 /// Every example: where it is shown, and the line.
 fn all_examples() -> Vec<(String, String)> {
     let mut examples = Vec::new();
-    let root_help = stdout(&catdog(&["--help"]));
+    let root_help = stdout(&catdog().arg("--help").run());
     let mut helps = vec![("catdog --help".to_string(), root_help.clone())];
     // The commands, as the root help lists them: "  train     Train a model …".
     let commands: Vec<String> = root_help
@@ -100,7 +93,7 @@ fn all_examples() -> Vec<(String, String)> {
         .collect();
     assert!(commands.len() >= 7, "{commands:?}");
     for name in commands {
-        let help = stdout(&catdog(&[&name, "--help"]));
+        let help = stdout(&catdog().args([name.as_str(), "--help"]).run());
         helps.push((format!("catdog {name} --help"), help));
     }
     for (which, help) in helps {
@@ -194,13 +187,7 @@ fn needs_more_than_a_fresh_clone(args: &[String], cwd: &Path) -> Option<String> 
 
 /// Runs the command line `args` (`catdog …`) in `dir`; it must succeed.
 fn run_in(dir: &Path, args: &[String]) -> std::process::Output {
-    let output = command()
-        .args(&args[1..])
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert_success(&output);
-    output
+    catdog().args(&args[1..]).current_dir(dir).succeeds()
 }
 
 #[test]
@@ -261,36 +248,15 @@ fn the_readme_tour_runs_in_an_empty_folder() {
     let dir = tempfile::tempdir().unwrap();
     let lines = tour();
     assert!(lines.len() >= 4, "{lines:#?}");
-    let quick: &[(&str, &[&str])] = &[
+    let quick = [
         (
             "catdog bench",
-            &[
-                "--backends",
-                "flex",
-                "--image-size",
-                "32",
-                "--batch-size",
-                "2",
-                "--seconds",
-                "0.1",
-                "--repeats",
-                "1",
-                "--warmup-steps",
-                "1",
-            ],
+            "--backends flex --image-size 32 --batch-size 2 --seconds 0.1 --repeats 1 \
+             --warmup-steps 1",
         ),
         (
             "catdog train",
-            &[
-                "--backend",
-                "flex",
-                "--generated",
-                "40",
-                "--epochs",
-                "1",
-                "--image-size",
-                "16",
-            ],
+            "--backend flex --generated 40 --epochs 1 --image-size 16",
         ),
     ];
     let mut outputs = Vec::new();
@@ -298,7 +264,7 @@ fn the_readme_tour_runs_in_an_empty_folder() {
         let mut args = words(line);
         assert_eq!(args[0], "catdog", "the tour runs catdog: {line}");
         if let Some((_, extra)) = quick.iter().find(|(start, _)| line.starts_with(start)) {
-            args.extend(extra.iter().map(|s| s.to_string()));
+            args.extend(extra.split_whitespace().map(str::to_string));
         }
         outputs.push((line.clone(), run_in(dir.path(), &args)));
     }

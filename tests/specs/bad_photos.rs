@@ -1,23 +1,16 @@
 //! A real folder of photos holds broken and odd files. Odd but valid photos are read right;
 //! each broken one is skipped with a warning naming it; training goes on; nothing panics.
 
-mod common;
-
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use catdog::data::decode_photo;
-use common::{catdog, text};
 use image::{ImageFormat, Rgb, RgbImage, Rgba, RgbaImage};
 use serde_json::Value;
 
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(name)
-}
+use crate::common::{catdog, fixture, real_photos_or_skip, synth, text, train_one_epoch};
 
 const RED: [u8; 3] = [220, 20, 20];
 
@@ -142,7 +135,7 @@ fn jpeg_bytes() -> Vec<u8> {
 /// The check for JPEGs cut short refuses none of the 2,002 Kaggle originals.
 #[test]
 fn every_real_photo_decodes() {
-    let Some(dir) = common::real_photos_or_skip("every_real_photo_decodes") else {
+    let Some(dir) = real_photos_or_skip("every_real_photo_decodes") else {
         return;
     };
     let failures: Vec<String> = fs::read_dir(&dir)
@@ -158,9 +151,7 @@ fn every_real_photo_decodes() {
 fn bad_files_are_skipped_with_a_warning_and_training_goes_on() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("photos");
-    let data_arg = data.display().to_string();
-    let made = catdog(&["synth", "--out", &data_arg, "--count", "40", "--size", "16"]);
-    assert!(made.status.success());
+    synth(&data, 40, 16);
     let (cats, dogs) = (data.join("cat"), data.join("dog"));
 
     let mut bad: Vec<PathBuf> = Vec::new();
@@ -213,20 +204,8 @@ fn bad_files_are_skipped_with_a_warning_and_training_goes_on() {
     red_image(16, 16).save(cats.join("older/old.png")).unwrap();
     let good = 40 + 3;
 
-    let output = catdog(&[
-        "train",
-        "--data",
-        &data_arg,
-        "--backend",
-        "flex",
-        "--epochs",
-        "1",
-        "--image-size",
-        "16",
-        "--out",
-        &dir.path().join("model").display().to_string(),
-        "--json",
-    ]);
+    let model = dir.path().join("model");
+    let output = train_one_epoch(&data, &model, 16).json().run();
     let err = text(&output.stderr);
     assert!(output.status.success(), "{err}");
     assert!(!err.contains("panicked"), "{err}");
@@ -259,15 +238,13 @@ fn bad_files_are_skipped_with_a_warning_and_training_goes_on() {
 
     // predict over the whole folder (sub-folders and the symlink loop included): an error
     // line for each bad file, a prediction for every good one, and exit code 1.
-    let output = catdog(&[
-        "predict",
-        "--backend",
-        "flex",
-        "--model",
-        &dir.path().join("model").display().to_string(),
-        "--json",
-        &data_arg,
-    ]);
+    let output = catdog()
+        .predict()
+        .flex()
+        .model(&model)
+        .json()
+        .arg(&data)
+        .run();
     let err = text(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{err}");
     for path in &expected {
