@@ -22,6 +22,26 @@ fn generated(count: usize, size: u32, seed: u64) -> (ImageSet, ImageSet) {
     (all.select(&train), all.select(&val))
 }
 
+/// `fit` for two classes, with ImageNet's normalisation and no progress, as every test here
+/// trains.
+fn fit_on(
+    train: &ImageSet,
+    val: &ImageSet,
+    settings: &TrainSettings,
+    device: &burn::tensor::Device,
+) -> (Network, Vec<EpochStats>) {
+    fit(
+        train,
+        val,
+        2,
+        settings,
+        &Normalization::default(),
+        device,
+        &mut (),
+    )
+    .unwrap()
+}
+
 fn assert_loss_falls(epochs: &[EpochStats]) {
     let (first, last) = (epochs[0].train_loss, epochs[epochs.len() - 1].train_loss);
     assert!(
@@ -40,16 +60,7 @@ fn flex_learns_the_generated_pictures() {
         ..TrainSettings::default()
     };
     let backend = cpu_backend(CpuBackend::Flex);
-    let (_, epochs) = fit(
-        &train,
-        &val,
-        2,
-        &settings,
-        &Normalization::default(),
-        &backend.device,
-        &mut (),
-    )
-    .unwrap();
+    let (_, epochs) = fit_on(&train, &val, &settings, &backend.device);
     let accuracy = epochs.last().unwrap().val_accuracy.unwrap();
     assert!(
         accuracy >= 0.95,
@@ -69,16 +80,7 @@ fn ndarray_training_lowers_the_loss() {
         ..TrainSettings::default()
     };
     let backend = cpu_backend(CpuBackend::Ndarray);
-    let (_, epochs) = fit(
-        &train,
-        &ImageSet::new(32),
-        2,
-        &settings,
-        &Normalization::default(),
-        &backend.device,
-        &mut (),
-    )
-    .unwrap();
+    let (_, epochs) = fit_on(&train, &ImageSet::new(32), &settings, &backend.device);
     assert_loss_falls(&epochs);
 }
 
@@ -97,16 +99,7 @@ fn wgpu_training_lowers_the_loss() {
         seed: 3,
         ..TrainSettings::default()
     };
-    let (_, epochs) = fit(
-        &train,
-        &ImageSet::new(16),
-        2,
-        &settings,
-        &Normalization::default(),
-        &backend.device,
-        &mut (),
-    )
-    .unwrap();
+    let (_, epochs) = fit_on(&train, &ImageSet::new(16), &settings, &backend.device);
     assert_loss_falls(&epochs);
 }
 
@@ -123,16 +116,12 @@ fn resnet18_training_lowers_the_loss() {
         seed: 4,
         ..TrainSettings::default()
     };
-    let (model, epochs) = fit(
+    let (model, epochs) = fit_on(
         &train,
         &ImageSet::new(32),
-        2,
         &settings,
-        &Normalization::default(),
         &cpu_backend(CpuBackend::Flex).device,
-        &mut (),
-    )
-    .unwrap();
+    );
     assert_eq!(model.kind(), NetworkKind::ResNet18);
     assert_loss_falls(&epochs);
 }
@@ -148,16 +137,12 @@ fn one_epoch_model(size: u32, seed: u64) -> (Network, ImageSet) {
         dropout: 0.3,
         ..TrainSettings::default()
     };
-    let (model, _) = fit(
+    let (model, _) = fit_on(
         &train,
         &val,
-        2,
         &settings,
-        &Normalization::default(),
         &cpu_backend(CpuBackend::Flex).device,
-        &mut (),
-    )
-    .unwrap();
+    );
     (model, val)
 }
 
@@ -236,16 +221,7 @@ fn an_overconfident_model_gets_a_temperature_above_one() {
     let device = cpu_backend(CpuBackend::Flex).device;
     let normalization = Normalization::default();
     let empty = train.select(&[]);
-    let (model, _) = fit(
-        &train,
-        &empty,
-        2,
-        &settings,
-        &normalization,
-        &device,
-        &mut (),
-    )
-    .unwrap();
+    let (model, _) = fit_on(&train, &empty, &settings, &device);
     // Pictures it never saw, to fit and measure on.
     let check = synth::generate(600, size, 10);
     let calibrate = |model: &Network| {
@@ -336,16 +312,7 @@ fn fit_against_swapped_labels(epochs: usize, patience: Option<usize>) -> (f64, V
     };
     let backend = cpu_backend(CpuBackend::Flex);
     let normalization = Normalization::default();
-    let (model, history) = fit(
-        &train,
-        &val,
-        2,
-        &settings,
-        &normalization,
-        &backend.device,
-        &mut (),
-    )
-    .unwrap();
+    let (model, history) = fit_on(&train, &val, &settings, &backend.device);
     let (_, accuracy) = Runner::new(&model, val.size(), &normalization, &backend.device, 32)
         .evaluate(&val)
         .unwrap();
