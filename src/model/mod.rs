@@ -3,6 +3,7 @@
 //! it is saved in (`saved.rs`), and the model built into catdog.
 
 mod builtin;
+mod efficientnet;
 mod fused;
 mod network;
 mod norm_pool_relu;
@@ -20,6 +21,7 @@ use anyhow::{Result, ensure};
 use burn::tensor::Device;
 
 pub use builtin::{HELD_OUT_PHOTOS as BUILTIN_HELD_OUT, TRAINED_ON_PHOTOS as BUILTIN_TRAINED_ON};
+pub use efficientnet::EfficientNetLite0;
 pub use network::{Network, NetworkKind};
 pub use norm_pool_relu::norm_pool_relu;
 pub use resnet::ResNet18;

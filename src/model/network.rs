@@ -4,6 +4,7 @@ use burn::module::Module;
 use burn::tensor::{Device, Tensor};
 use serde::{Deserialize, Serialize};
 
+use super::efficientnet::EfficientNetLite0;
 use super::resnet::ResNet18;
 use super::small_cnn::{CHANNELS, SmallCnn, WIDE_CHANNELS};
 
@@ -19,13 +20,17 @@ pub enum NetworkKind {
     SmallCnnWide,
     #[serde(rename = "resnet18")]
     ResNet18,
+    /// Google's network for phones, which catdog can start from ImageNet's weights.
+    #[serde(rename = "efficientnet-lite0")]
+    EfficientNetLite0,
 }
 
 impl NetworkKind {
-    pub const ALL: [NetworkKind; 3] = [
+    pub const ALL: [NetworkKind; 4] = [
         NetworkKind::SmallCnn,
         NetworkKind::SmallCnnWide,
         NetworkKind::ResNet18,
+        NetworkKind::EfficientNetLite0,
     ];
 
     /// The name on the command line and in `catdog.json`'s `architecture`.
@@ -34,6 +39,7 @@ impl NetworkKind {
             NetworkKind::SmallCnn => "small-cnn",
             NetworkKind::SmallCnnWide => "small-cnn-wide",
             NetworkKind::ResNet18 => "resnet18",
+            NetworkKind::EfficientNetLite0 => "efficientnet-lite0",
         }
     }
 
@@ -43,6 +49,7 @@ impl NetworkKind {
             NetworkKind::SmallCnn => "SmallCnn",
             NetworkKind::SmallCnnWide => "wide SmallCnn",
             NetworkKind::ResNet18 => "ResNet-18",
+            NetworkKind::EfficientNetLite0 => "EfficientNet-Lite0",
         }
     }
 
@@ -63,6 +70,9 @@ impl NetworkKind {
             NetworkKind::ResNet18 => {
                 "The article's kind of network: ResNet-18, 11.2 M weights, 224 px, 36× the work"
             }
+            NetworkKind::EfficientNetLite0 => {
+                "Google's network for phones: EfficientNet-Lite0, 3.4 M weights, 224 px, 8× the work"
+            }
         }
     }
 
@@ -70,7 +80,7 @@ impl NetworkKind {
     pub fn default_image_size(self) -> u32 {
         match self {
             NetworkKind::SmallCnn | NetworkKind::SmallCnnWide => 64,
-            NetworkKind::ResNet18 => 224,
+            NetworkKind::ResNet18 | NetworkKind::EfficientNetLite0 => 224,
         }
     }
 
@@ -78,7 +88,7 @@ impl NetworkKind {
     pub fn smallest_image_size(self) -> u32 {
         match self {
             NetworkKind::SmallCnn | NetworkKind::SmallCnnWide => 16,
-            NetworkKind::ResNet18 => 32,
+            NetworkKind::ResNet18 | NetworkKind::EfficientNetLite0 => 32,
         }
     }
 
@@ -90,23 +100,24 @@ impl NetworkKind {
                 SmallCnn::multiply_adds(WIDE_CHANNELS, image_size, classes)
             }
             NetworkKind::ResNet18 => ResNet18::multiply_adds(image_size, classes),
+            NetworkKind::EfficientNetLite0 => EfficientNetLite0::multiply_adds(image_size, classes),
         }
     }
 }
 
 impl NetworkKind {
-    /// The numbers in an image's look ([`Network::forward_with_look`]); `None` for ResNet-18,
-    /// which has none.
+    /// The numbers in an image's look ([`Network::forward_with_look`]); `None` for ResNet-18
+    /// and EfficientNet-Lite0, which have none.
     pub fn look_size(self) -> Option<usize> {
         match self {
             NetworkKind::SmallCnn => Some(SmallCnn::look_size(CHANNELS)),
             NetworkKind::SmallCnnWide => Some(SmallCnn::look_size(WIDE_CHANNELS)),
-            NetworkKind::ResNet18 => None,
+            NetworkKind::ResNet18 | NetworkKind::EfficientNetLite0 => None,
         }
     }
 }
 
-/// A network of either kind. Its tensors are saved under the kind's own names (without the
+/// A network of any kind. Its tensors are saved under the kind's own names (without the
 /// variant's), see `saved.rs`.
 // ResNet-18's 1 KB of handles beside SmallCnn's 0.3 KB: moved once a step at most, so not
 // worth a Box (which burn's derive would have to see through).
@@ -116,6 +127,7 @@ pub enum Network {
     SmallCnn(SmallCnn),
     SmallCnnWide(SmallCnn),
     ResNet18(ResNet18),
+    EfficientNetLite0(EfficientNetLite0),
 }
 
 impl Network {
@@ -131,6 +143,9 @@ impl Network {
                 device,
             )),
             NetworkKind::ResNet18 => Network::ResNet18(ResNet18::new(classes, dropout, device)),
+            NetworkKind::EfficientNetLite0 => {
+                Network::EfficientNetLite0(EfficientNetLite0::new(classes, dropout, device))
+            }
         }
     }
 
@@ -139,6 +154,7 @@ impl Network {
             Network::SmallCnn(_) => NetworkKind::SmallCnn,
             Network::SmallCnnWide(_) => NetworkKind::SmallCnnWide,
             Network::ResNet18(_) => NetworkKind::ResNet18,
+            Network::EfficientNetLite0(_) => NetworkKind::EfficientNetLite0,
         }
     }
 
@@ -147,6 +163,7 @@ impl Network {
         match self {
             Network::SmallCnn(net) | Network::SmallCnnWide(net) => net.forward(images),
             Network::ResNet18(net) => net.forward(images),
+            Network::EfficientNetLite0(net) => net.forward(images),
         }
     }
 
@@ -159,6 +176,7 @@ impl Network {
                 (logits, Some(look))
             }
             Network::ResNet18(net) => (net.forward(images), None),
+            Network::EfficientNetLite0(net) => (net.forward(images), None),
         }
     }
 
@@ -168,6 +186,7 @@ impl Network {
             Network::SmallCnn(net) => Network::SmallCnn(net.folded()),
             Network::SmallCnnWide(net) => Network::SmallCnnWide(net.folded()),
             Network::ResNet18(net) => Network::ResNet18(net.folded()),
+            Network::EfficientNetLite0(net) => Network::EfficientNetLite0(net.folded()),
         }
     }
 
@@ -179,6 +198,9 @@ impl Network {
             Network::SmallCnn(net) => Network::SmallCnn(net.with_logits_scaled(factor)),
             Network::SmallCnnWide(net) => Network::SmallCnnWide(net.with_logits_scaled(factor)),
             Network::ResNet18(net) => Network::ResNet18(net.with_logits_scaled(factor)),
+            Network::EfficientNetLite0(net) => {
+                Network::EfficientNetLite0(net.with_logits_scaled(factor))
+            }
         }
     }
 }

@@ -182,6 +182,11 @@ pub fn save(dir: &Path, model: &Network, info: &ModelInfo) -> Result<()> {
                 (r"\.downsample\.conv\.", ".downsample.0."),
                 (r"\.downsample\.norm\.", ".downsample.1."),
             ])),
+        // The PyTorch port's names: every field's with an underscore before it
+        // (`_blocks.3._depthwise_conv.weight`), its tensors' own names without.
+        NetworkKind::EfficientNetLite0 => store
+            .with_to_adapter(ChainAdapter::new(to_f32, BurnToPyTorchAdapter))
+            .remap(renamed(&[(r"(^|\.)([a-z][a-z0-9_]*)\.", "${1}_${2}.")])),
     };
     model
         .save_into(&mut store)
@@ -311,6 +316,9 @@ fn network_from(
                 (r"\.downsample\.0\.", ".downsample.conv."),
                 (r"\.downsample\.1\.", ".downsample.norm."),
             ])),
+        NetworkKind::EfficientNetLite0 => store
+            .with_from_adapter(ChainAdapter::new(PyTorchToBurnAdapter, to_device))
+            .remap(renamed(&[(r"(^|\.)_([a-z][a-z0-9_]*)\.", "${1}${2}.")])),
     };
     let applied = model.load_from(&mut store).map_err(|err| {
         anyhow::anyhow!(

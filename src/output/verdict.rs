@@ -31,7 +31,8 @@ pub fn bench_verdict(report: &BenchReport) -> String {
         settings.image_size,
         match network {
             NetworkKind::ResNet18 => ", the article's kind of network",
-            NetworkKind::SmallCnn | NetworkKind::SmallCnnWide => "",
+            NetworkKind::SmallCnn | NetworkKind::SmallCnnWide | NetworkKind::EfficientNetLite0 =>
+                "",
         },
         format_count((multiply_adds / 1e6).round() as u64)
     );
@@ -180,7 +181,10 @@ fn why(sides: &Sides, report: &BenchReport, multiply_adds: f64) -> String {
              {size} px here needs about {:.1}× the work a photo of ResNet-18 at 224 px.",
             multiply_adds / RESNET18_MULTIPLY_ADDS
         ),
-        (NetworkKind::SmallCnn | NetworkKind::SmallCnnWide, size) => format!(
+        (
+            NetworkKind::SmallCnn | NetworkKind::SmallCnnWide | NetworkKind::EfficientNetLite0,
+            size,
+        ) => format!(
             "Why they differ: the article's figures are for a bigger network. ResNet-18 at \
              224 px needs about {:.0}× the work a photo of {} at {size} px here, ResNet-50 \
              {:.0}× (`catdog bench --network resnet18` measures the first).",

@@ -108,6 +108,7 @@ impl Trainer {
                 network.save_into(&mut store)
             }
             Network::ResNet18(network) => network.save_into(&mut store),
+            Network::EfficientNetLite0(network) => network.save_into(&mut store),
         }
         .map_err(|err| anyhow!("cannot serialise the network: {err}"))?;
         let network = store
@@ -207,6 +208,7 @@ pub(crate) fn network_from_bytes(
             network.load_from(&mut store)
         }
         Network::ResNet18(network) => network.load_from(&mut store),
+        Network::EfficientNetLite0(network) => network.load_from(&mut store),
     }
     .map_err(|err| anyhow!("the checkpoint's network cannot be read: {err}"))?;
     if !applied.errors.is_empty() || !applied.missing.is_empty() {

@@ -63,7 +63,7 @@ fn damaged_model_folders_are_refused_with_the_file_named() {
     write_info(&|i| i["architecture"] = "resnet".into());
     assert_fails_with(
         &predict(&model, &photo),
-        "describes a resnet v1, this catdog runs small-cnn v1, small-cnn-wide v1 and resnet18 v1",
+        "describes a resnet v1, this catdog runs small-cnn v1, small-cnn-wide v1, resnet18 v1 and efficientnet-lite0 v1",
     );
     fs::write(&info_path, "{ not json").unwrap();
     assert_fails_with(&predict(&model, &photo), &info_name);

@@ -1,0 +1,323 @@
+//! EfficientNet-Lite0 (Tan and Le 2019, the "Lite" form Google made for phones): a 3×3/2 stem,
+//! sixteen mobile inverted bottleneck blocks ([`MbConv`]: a 1×1 expansion, a depthwise k×k
+//! convolution, a 1×1 projection, and the shortcut where the shape stays), a 1×1 head to 1,280
+//! channels, global average pooling and a linear layer. Lite means ReLU6 everywhere, no
+//! squeeze-and-excitation, and a stem and head of fixed width. Its convolutions pad as
+//! TensorFlow's "same" (the extra pixel of a stride-2 convolution goes right and bottom), and
+//! its batch norms have an epsilon of 0.001, as the ImageNet weights were trained with. Its
+//! fields are named after the PyTorch port's (`_conv_stem`, `_blocks.N._depthwise_conv`, …,
+//! without the underscores, which `saved.rs` adds), so that a saved model's tensors are that
+//! port's.
+
+use burn::module::Module;
+use burn::nn::conv::{Conv2d, Conv2dConfig};
+use burn::nn::pool::{AdaptiveAvgPool2d, AdaptiveAvgPool2dConfig};
+use burn::nn::{
+    BatchNorm, BatchNormConfig, Dropout, DropoutConfig, Linear, LinearConfig, PaddingConfig2d,
+};
+use burn::tensor::{Device, Tensor};
+
+use super::rewrite;
+
+/// The blocks' stages: repeats, kernel, stride of the first, expansion, channels in and out.
+const STAGES: [(usize, usize, usize, usize, usize, usize); 7] = [
+    (1, 3, 1, 1, 32, 16),
+    (2, 3, 2, 6, 16, 24),
+    (2, 5, 2, 6, 24, 40),
+    (3, 3, 2, 6, 40, 80),
+    (3, 5, 1, 6, 80, 112),
+    (4, 5, 2, 6, 112, 192),
+    (1, 3, 1, 6, 192, 320),
+];
+/// Channels out of the stem, and of the head.
+const STEM: usize = 32;
+const HEAD: usize = 1280;
+
+/// A bias-free convolution padded as TensorFlow's "same", over `groups` groups of channels.
+fn conv(
+    channels: [usize; 2],
+    kernel: usize,
+    stride: usize,
+    groups: usize,
+    device: &Device,
+) -> Conv2d {
+    Conv2dConfig::new(channels, [kernel, kernel])
+        .with_stride([stride, stride])
+        .with_padding(PaddingConfig2d::Same)
+        .with_groups(groups)
+        .with_bias(false)
+        .init(device)
+}
+
+/// Batch norm as TensorFlow's, which the weights come from: epsilon 0.001, and running
+/// statistics that move 1 % a step.
+fn norm(channels: usize, device: &Device) -> Option<BatchNorm> {
+    Some(
+        BatchNormConfig::new(channels)
+            .with_epsilon(1e-3)
+            .with_momentum(0.01)
+            .init(device),
+    )
+}
+
+/// ReLU capped at 6.
+fn relu6(x: Tensor<4>) -> Tensor<4> {
+    x.clamp(0.0, 6.0)
+}
+
+/// `norm(conv(x))`, with `norm` folded into `conv` once [`fold`] has run.
+fn conv_norm(conv: &Conv2d, norm: &Option<BatchNorm>, x: Tensor<4>) -> Tensor<4> {
+    let y = conv.forward(x);
+    match norm {
+        Some(norm) => norm.forward(y),
+        None => y,
+    }
+}
+
+fn fold(conv: Conv2d, norm: Option<BatchNorm>) -> (Conv2d, Option<BatchNorm>) {
+    match norm {
+        Some(norm) => (rewrite::fold(conv, norm), None),
+        None => (conv, None),
+    }
+}
+
+/// A mobile inverted bottleneck: widen with a 1×1 convolution (absent where the expansion
+/// is 1), filter each channel alone with a k×k depthwise convolution, narrow with a 1×1
+/// projection; the input is added back where the shape stays.
+#[derive(Module, Debug)]
+pub struct MbConv {
+    expand_conv: Option<Conv2d>,
+    bn0: Option<BatchNorm>,
+    depthwise_conv: Conv2d,
+    bn1: Option<BatchNorm>,
+    project_conv: Conv2d,
+    bn2: Option<BatchNorm>,
+}
+
+impl MbConv {
+    fn new(
+        [channels_in, channels_out]: [usize; 2],
+        kernel: usize,
+        stride: usize,
+        expansion: usize,
+        device: &Device,
+    ) -> MbConv {
+        let wide = channels_in * expansion;
+        let expands = expansion != 1;
+        MbConv {
+            expand_conv: expands.then(|| conv([channels_in, wide], 1, 1, 1, device)),
+            bn0: if expands { norm(wide, device) } else { None },
+            depthwise_conv: conv([wide, wide], kernel, stride, wide, device),
+            bn1: norm(wide, device),
+            project_conv: conv([wide, channels_out], 1, 1, 1, device),
+            bn2: norm(channels_out, device),
+        }
+    }
+
+    fn forward(&self, x: Tensor<4>) -> Tensor<4> {
+        let input_dims = x.dims();
+        let y = match &self.expand_conv {
+            Some(expand) => relu6(conv_norm(expand, &self.bn0, x.clone())),
+            None => x.clone(),
+        };
+        let y = relu6(conv_norm(&self.depthwise_conv, &self.bn1, y));
+        let y = conv_norm(&self.project_conv, &self.bn2, y);
+        // Stride 1 and as many channels out as in: the shortcut.
+        match y.dims() == input_dims {
+            true => y + x,
+            false => y,
+        }
+    }
+
+    fn folded(self) -> MbConv {
+        let (expand_conv, bn0) = match self.expand_conv {
+            Some(conv) => {
+                let (conv, norm) = fold(conv, self.bn0);
+                (Some(conv), norm)
+            }
+            None => (None, self.bn0),
+        };
+        let (depthwise_conv, bn1) = fold(self.depthwise_conv, self.bn1);
+        let (project_conv, bn2) = fold(self.project_conv, self.bn2);
+        MbConv {
+            expand_conv,
+            bn0,
+            depthwise_conv,
+            bn1,
+            project_conv,
+            bn2,
+        }
+    }
+}
+
+/// EfficientNet-Lite0 for `classes` classes; takes `[batch, 3, size, size]` images of at
+/// least 32 px (five halvings leave one pixel).
+#[derive(Module, Debug)]
+pub struct EfficientNetLite0 {
+    conv_stem: Conv2d,
+    bn0: Option<BatchNorm>,
+    blocks: Vec<MbConv>,
+    conv_head: Conv2d,
+    bn1: Option<BatchNorm>,
+    avgpool: AdaptiveAvgPool2d,
+    /// Active only while training; no weights.
+    dropout: Dropout,
+    fc: Linear,
+}
+
+impl EfficientNetLite0 {
+    /// A freshly initialised network that zeroes a `dropout` fraction of the pooled features
+    /// while training.
+    pub fn new(classes: usize, dropout: f64, device: &Device) -> EfficientNetLite0 {
+        let mut blocks = Vec::new();
+        for (repeats, kernel, stride, expansion, channels_in, channels_out) in STAGES {
+            blocks.push(MbConv::new(
+                [channels_in, channels_out],
+                kernel,
+                stride,
+                expansion,
+                device,
+            ));
+            for _ in 1..repeats {
+                blocks.push(MbConv::new(
+                    [channels_out, channels_out],
+                    kernel,
+                    1,
+                    expansion,
+                    device,
+                ));
+            }
+        }
+        let last = STAGES[STAGES.len() - 1].5;
+        EfficientNetLite0 {
+            conv_stem: conv([3, STEM], 3, 2, 1, device),
+            bn0: norm(STEM, device),
+            blocks,
+            conv_head: conv([last, HEAD], 1, 1, 1, device),
+            bn1: norm(HEAD, device),
+            avgpool: AdaptiveAvgPool2dConfig::new([1, 1]).init(),
+            dropout: DropoutConfig::new(dropout).init(),
+            fc: LinearConfig::new(HEAD, classes).init(device),
+        }
+    }
+
+    /// The pooled features, `[batch, 1280]`: what the classifier reads.
+    pub fn features(&self, images: Tensor<4>) -> Tensor<2> {
+        let x = relu6(conv_norm(&self.conv_stem, &self.bn0, images));
+        let x = self.blocks.iter().fold(x, |x, block| block.forward(x));
+        let x = relu6(conv_norm(&self.conv_head, &self.bn1, x));
+        self.avgpool.forward(x).flatten::<2>(1, 3)
+    }
+
+    /// Logits, `[batch, classes]`.
+    pub fn forward(&self, images: Tensor<4>) -> Tensor<2> {
+        let features = self.features(images);
+        self.fc.forward(self.dropout.forward(features))
+    }
+
+    /// Every batch norm folded into the convolution before it, for prediction.
+    pub fn folded(self) -> EfficientNetLite0 {
+        let (conv_stem, bn0) = fold(self.conv_stem, self.bn0);
+        let (conv_head, bn1) = fold(self.conv_head, self.bn1);
+        EfficientNetLite0 {
+            conv_stem,
+            bn0,
+            blocks: self.blocks.into_iter().map(MbConv::folded).collect(),
+            conv_head,
+            bn1,
+            ..self
+        }
+    }
+
+    /// The same network with every logit multiplied by `factor` (see
+    /// `SmallCnn::with_logits_scaled`).
+    pub fn with_logits_scaled(self, factor: f32) -> EfficientNetLite0 {
+        EfficientNetLite0 {
+            fc: rewrite::scaled(self.fc, factor),
+            ..self
+        }
+    }
+
+    /// Multiply-adds of one forward pass over one `image_size` px photo: every convolution at
+    /// its output's side, and the classifier; 0.39 billion at 224 px.
+    pub fn multiply_adds(image_size: u32, classes: usize) -> u64 {
+        // "Same" padding: ⌈side / stride⌉.
+        let out = |side: u64, stride: u64| side.div_ceil(stride);
+        let mut side = out(u64::from(image_size), 2);
+        let mut total = side * side * 3 * STEM as u64 * 9;
+        for (repeats, kernel, stride, expansion, channels_in, channels_out) in STAGES {
+            for repeat in 0..repeats {
+                let channels_in = if repeat == 0 {
+                    channels_in
+                } else {
+                    channels_out
+                } as u64;
+                let wide = channels_in * expansion as u64;
+                if expansion != 1 {
+                    total += side * side * channels_in * wide;
+                }
+                side = out(side, if repeat == 0 { stride as u64 } else { 1 });
+                let pixels = side * side;
+                total += pixels * wide * (kernel * kernel) as u64;
+                total += pixels * wide * channels_out as u64;
+            }
+        }
+        let last = STAGES[STAGES.len() - 1].5 as u64;
+        total + side * side * last * HEAD as u64 + HEAD as u64 * classes as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use burn::module::Param;
+    use burn::tensor::Distribution;
+
+    #[test]
+    fn it_has_efficientnet_lite0s_parameters() {
+        let device = Device::flex();
+        // The ImageNet weights hold 4,694,073 numbers (1,000 classes, with batch norm's
+        // running mean and variance, which burn counts too, and PyTorch's 49 batch-norm step
+        // counters, which it does not): less the classifier's 1,281,000, plus 1,280·2 + 2.
+        let expected = 4_694_073 - 49 - 1_281_000 + 1_280 * 2 + 2;
+        assert_eq!(
+            EfficientNetLite0::new(2, 0.0, &device).num_params(),
+            expected
+        );
+        let giga = EfficientNetLite0::multiply_adds(224, 1000) as f64 / 1e9;
+        assert!((0.38..0.41).contains(&giga), "{giga}");
+    }
+
+    #[test]
+    fn odd_sizes_and_folding_give_the_same_answers() {
+        let device = Device::flex();
+        let mut model = EfficientNetLite0::new(2, 0.0, &device);
+        let random = |n: usize, low: f64, high: f64| {
+            Tensor::<1>::random([n], Distribution::Uniform(low, high), &device)
+        };
+        let vary = |norm: &mut Option<BatchNorm>| {
+            let norm = norm.as_mut().unwrap();
+            let n = norm.gamma.dims()[0];
+            norm.gamma = Param::from_tensor(random(n, 0.5, 1.5));
+            norm.beta = Param::from_tensor(random(n, -0.2, 0.2));
+            norm.running_mean = burn::module::RunningState::new(random(n, -0.2, 0.2));
+            norm.running_var = burn::module::RunningState::new(random(n, 0.5, 2.0));
+        };
+        vary(&mut model.bn0);
+        for block in model.blocks.iter_mut().take(4) {
+            if block.expand_conv.is_some() {
+                vary(&mut block.bn0);
+            }
+            vary(&mut block.bn1);
+            vary(&mut block.bn2);
+        }
+        let x = Tensor::<4>::random([2, 3, 37, 33], Distribution::Uniform(-1.0, 1.0), &device);
+        let expected = model.forward(x.clone()).into_data();
+        assert_eq!(expected.shape(), &[2, 2].into());
+        let expected = expected.try_to_vec::<f32>().unwrap();
+        let got = model.folded().forward(x).into_data();
+        for (g, e) in got.try_to_vec::<f32>().unwrap().iter().zip(&expected) {
+            assert!((g - e).abs() < 1e-3 * e.abs().max(1.0), "{g} against {e}");
+        }
+    }
+}
