@@ -12,7 +12,7 @@ use crate::numbers::human_bytes;
 /// GPU, then flex, and ndarray for SmallCnn (either width).
 pub fn default_choices(network: NetworkKind) -> Vec<BackendChoice> {
     let mut choices = vec![BackendChoice::Flex];
-    if network != NetworkKind::ResNet18 {
+    if ndarray_left_out(network).is_none() {
         choices.push(BackendChoice::Ndarray);
     }
     if device::hardware_gpu().is_some() {
@@ -21,9 +21,18 @@ pub fn default_choices(network: NetworkKind) -> Vec<BackendChoice> {
     choices
 }
 
-/// Why `default_choices` leaves ndarray out for ResNet-18, for the user who wonders.
-pub const NDARRAY_LEFT_OUT: &str = "ndarray left out: it trains ResNet-18 so slowly that one \
-    step takes minutes; `--backends flex,ndarray` measures it anyway";
+/// Why `default_choices` leaves ndarray out for the networks of 224 px, for the user who
+/// wonders; `None` for SmallCnn, which it measures.
+pub fn ndarray_left_out(network: NetworkKind) -> Option<String> {
+    match network {
+        NetworkKind::SmallCnn | NetworkKind::SmallCnnWide => None,
+        NetworkKind::ResNet18 | NetworkKind::EfficientNetLite0 => Some(format!(
+            "ndarray left out: it trains {} so slowly that one step takes minutes; \
+             `--backends flex,ndarray` measures it anyway",
+            network.title()
+        )),
+    }
+}
 
 /// Bytes of memory a training step on a CPU backend takes per float of its input batch,
 /// with room to spare: the activations kept for the backward pass, their gradients and the

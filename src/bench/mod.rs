@@ -33,7 +33,7 @@ pub use article::{
     ARTICLE_CPU, ARTICLE_GPU, EPOCHS, KAGGLE_PHOTOS, RESNET18_MULTIPLY_ADDS,
     RESNET50_MULTIPLY_ADDS, training_time,
 };
-pub use backends::{NDARRAY_LEFT_OUT, any_in_host_memory, default_choices, open_backends};
+pub use backends::{any_in_host_memory, default_choices, ndarray_left_out, open_backends};
 pub use compare::{Sides, best_run, cpu_range};
 pub use measure::Measurement;
 pub use report::{BackendRun, BenchReport, Machine, SkippedPhoto};

@@ -64,7 +64,7 @@ pub(super) fn bench_backend(
             seed: 7,
             ..TrainSettings::default()
         },
-    );
+    )?;
     let mut workload = Workload {
         pictures,
         batches: (0..pictures.len())

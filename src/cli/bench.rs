@@ -113,8 +113,8 @@ pub(super) fn run(args: BenchArgs) -> Result<ExitCode> {
     for &network in &networks {
         let choices = match args.backends.is_empty() {
             true => {
-                if network == NetworkKind::ResNet18 {
-                    eprintln!("bench: {}", bench::NDARRAY_LEFT_OUT);
+                if let Some(why) = bench::ndarray_left_out(network) {
+                    eprintln!("bench: {why}");
                 }
                 bench::default_choices(network)
             }

@@ -48,12 +48,24 @@ pub struct TrainArgs {
     /// The network to train [default: small-cnn]
     #[arg(long, value_enum)]
     pub network: Option<NetworkKind>,
+    /// Start from ImageNet's weights, which have seen a million photos (efficientnet-lite0
+    /// only); `--pretrained false` starts from random ones [default: true for
+    /// efficientnet-lite0]
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    pub pretrained: Option<bool>,
     /// Photos are squashed to this many pixels square [default: 64 for either small-cnn, 224
-    /// for resnet18]
+    /// for resnet18 and efficientnet-lite0]
     #[arg(long, value_name = "PX", value_parser = super::image_size)]
     pub image_size: Option<u32>,
     #[arg(long, value_name = "F",
-          help = with_default("AdamW's (peak) learning rate", defaults().learning_rate))]
+          help = with_default(
+              "AdamW's (peak) learning rate",
+              format!(
+                  "{}; {} for efficientnet-lite0",
+                  defaults().learning_rate,
+                  TrainSettings::for_network(NetworkKind::EfficientNetLite0).learning_rate
+              )
+          ))]
     pub lr: Option<f64>,
     #[arg(long, value_enum,
           help = with_default("How the learning rate changes over the run",
@@ -117,6 +129,7 @@ impl TrainArgs {
         }
         set(size(self.generated), &mut settings.generated_count);
         set(self.network, &mut settings.network);
+        set(self.pretrained, &mut settings.pretrained);
         set(self.image_size, &mut settings.image_size);
         set(size(self.epochs), &mut settings.epochs);
         set(size(self.batch_size), &mut settings.batch_size);
@@ -234,6 +247,7 @@ mod tests {
             data: Some(PathBuf::from("pets")),
             generated_count: 500,
             network: NetworkKind::ResNet18,
+            pretrained: true,
             image_size: 96,
             val_split: 0.2,
             epochs: 9,

@@ -238,6 +238,17 @@ impl EfficientNetLite0 {
         }
     }
 
+    /// The linear layer from the pooled features to the classes' logits.
+    pub fn classifier(&self) -> &Linear {
+        &self.fc
+    }
+
+    /// The classifier's weights, read back.
+    #[cfg(test)]
+    pub(crate) fn classifier_weights(&self) -> Vec<f32> {
+        self.fc.weight.val().into_data().iter::<f32>().collect()
+    }
+
     /// Multiply-adds of one forward pass over one `image_size` px photo: every convolution at
     /// its output's side, and the classifier; 0.39 billion at 224 px.
     pub fn multiply_adds(image_size: u32, classes: usize) -> u64 {

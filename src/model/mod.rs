@@ -7,6 +7,7 @@ mod efficientnet;
 mod fused;
 mod network;
 mod norm_pool_relu;
+mod pretrained;
 mod resnet;
 mod rewrite;
 mod saved;
@@ -24,6 +25,9 @@ pub use builtin::{HELD_OUT_PHOTOS as BUILTIN_HELD_OUT, TRAINED_ON_PHOTOS as BUIL
 pub use efficientnet::EfficientNetLite0;
 pub use network::{Network, NetworkKind};
 pub use norm_pool_relu::norm_pool_relu;
+pub use pretrained::{
+    IMAGENET_NORMALIZATION, has_imagenet_weights, imagenet_classes, with_imagenet_weights,
+};
 pub use resnet::ResNet18;
 pub use saved::{
     Calibration, FORMAT_VERSION, MAX_CLASSES, ModelInfo, TEMPERATURES, TrainedOn, save, save_info,

@@ -71,7 +71,7 @@ impl NetworkKind {
                 "The article's kind of network: ResNet-18, 11.2 M weights, 224 px, 36× the work"
             }
             NetworkKind::EfficientNetLite0 => {
-                "Google's network for phones: EfficientNet-Lite0, 3.4 M weights, 224 px, 8× the work"
+                "Google's network for phones: EfficientNet-Lite0, 3.4 M weights, 224 px, 7.5× the work"
             }
         }
     }
@@ -177,6 +177,15 @@ impl Network {
             }
             Network::ResNet18(net) => (net.forward(images), None),
             Network::EfficientNetLite0(net) => (net.forward(images), None),
+        }
+    }
+
+    /// The layer that turns features into the classes' logits, for networks that may start
+    /// from ImageNet's weights with a classifier of their own.
+    pub fn classifier(&self) -> Option<&burn::nn::Linear> {
+        match self {
+            Network::EfficientNetLite0(net) => Some(net.classifier()),
+            _ => None,
         }
     }
 

@@ -111,7 +111,7 @@ pub(crate) fn fit_from(
             best: start.best,
         },
         None => RunState {
-            trainer: Trainer::new(run.classes, run.device, settings),
+            trainer: Trainer::new(run.classes, run.device, settings)?,
             position: Position {
                 epoch: 1,
                 ..Position::default()

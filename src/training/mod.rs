@@ -177,7 +177,7 @@ pub fn train(
     {
         progress.note(&line);
     }
-    let normalization = Normalization::default();
+    let normalization = options.settings.normalization();
     let fit_run = FitRun {
         train: &data.train,
         val: &data.val,

@@ -106,4 +106,26 @@ mod tests {
         assert_eq!(run(resnet, None), (NetworkKind::ResNet18, 224));
         assert_eq!(run(resnet, Some(96)), (NetworkKind::ResNet18, 96));
     }
+
+    /// `--network efficientnet-lite0` starts from ImageNet's weights, and `--pretrained
+    /// false` from random ones.
+    #[test]
+    fn efficientnet_lite0_is_pretrained_unless_told() {
+        let pretrained = |flag: Option<bool>| {
+            let flags = |settings: &mut TrainSettings| {
+                settings.network = NetworkKind::EfficientNetLite0;
+                if let Some(pretrained) = flag {
+                    settings.pretrained = pretrained;
+                }
+            };
+            let request = TrainRequest {
+                out: None,
+                resume: false,
+                flags: &flags,
+            };
+            request.new_run().pretrained
+        };
+        assert!(pretrained(None));
+        assert!(!pretrained(Some(false)));
+    }
 }

@@ -11,7 +11,7 @@ use burn::tensor::{Bytes, DType, Device, FloatDType, Tensor};
 use crate::data::{DeviceBatch, HostBatch};
 use crate::device::{Batch, explain_panic};
 use crate::model::TrainSettings;
-use crate::model::{Network, NetworkKind};
+use crate::model::{Network, NetworkKind, with_imagenet_weights};
 
 /// A network being trained with AdamW on cross-entropy: one [`step`](Self::step) is one batch.
 pub struct Trainer {
@@ -25,26 +25,34 @@ pub struct Trainer {
     /// The run's seed when the network has dropout, whose masks [`seed_step`](Self::seed_step)
     /// draws from it.
     dropout_seed: Option<u64>,
+    /// For a network started from ImageNet's weights, the share of the learning rate its
+    /// backbone learns at (the new classifier learns at all of it).
+    backbone_rate: Option<f64>,
 }
 
+/// The share of the learning rate a backbone started from ImageNet's weights learns at: a
+/// tenth, so that a few epochs on a few photos adjust what it learned rather than wipe it.
+const BACKBONE_RATE: f64 = 0.1;
+
 impl Trainer {
-    /// A freshly initialised network on `device`, its weights drawn from `settings.seed`,
-    /// trained with `settings`' weight decay, dropout and label smoothing.
-    pub fn new(classes: usize, device: &Device, settings: &TrainSettings) -> Trainer {
+    /// A freshly initialised network on `device`, its weights drawn from `settings.seed` (and
+    /// its backbone ImageNet's where `settings.pretrained`), trained with `settings`' weight
+    /// decay, dropout and label smoothing.
+    pub fn new(classes: usize, device: &Device, settings: &TrainSettings) -> Result<Trainer> {
         let device = device.clone().autodiff();
         device.seed(settings.seed);
-        Trainer {
-            model: Some(Network::new(
-                settings.network,
-                classes,
-                settings.dropout,
-                &device,
-            )),
+        let mut network = Network::new(settings.network, classes, settings.dropout, &device);
+        if settings.pretrained {
+            network = with_imagenet_weights(network, true, &device)?;
+        }
+        Ok(Trainer {
+            model: Some(network),
             optimizer: adamw(settings.weight_decay, &device),
             loss: training_loss(settings, &device),
             device,
             dropout_seed: dropout_seed(settings),
-        }
+            backbone_rate: backbone_rate(settings),
+        })
     }
 
     /// A trainer continuing from [`to_bytes`](Self::to_bytes)'s output: the network with its
@@ -70,6 +78,7 @@ impl Trainer {
             loss: training_loss(settings, &device),
             device,
             dropout_seed: dropout_seed(settings),
+            backbone_rate: backbone_rate(settings),
         })
     }
 
@@ -173,8 +182,20 @@ impl Trainer {
             .zip(&expected)
             .filter(|(predicted, expected)| predicted == *expected)
             .count();
-        let grads = GradientsParams::from_grads(loss.backward(), &model);
-        self.model = Some(self.optimizer.step(learning_rate, model, grads));
+        let mut grads = loss.backward();
+        let model = match (self.backbone_rate, model.classifier()) {
+            (Some(rate), Some(classifier)) => {
+                let classifier = GradientsParams::from_module(&mut grads, classifier);
+                let backbone = GradientsParams::from_grads(grads, &model);
+                let model = self.optimizer.step(learning_rate, model, classifier);
+                self.optimizer.step(learning_rate * rate, model, backbone)
+            }
+            _ => {
+                let grads = GradientsParams::from_grads(grads, &model);
+                self.optimizer.step(learning_rate, model, grads)
+            }
+        };
+        self.model = Some(model);
         Step {
             loss: loss_value,
             correct,
@@ -221,6 +242,10 @@ pub(crate) fn network_from_bytes(
         );
     }
     Ok(network)
+}
+
+fn backbone_rate(settings: &TrainSettings) -> Option<f64> {
+    settings.pretrained.then_some(BACKBONE_RATE)
 }
 
 fn dropout_seed(settings: &TrainSettings) -> Option<u64> {
@@ -274,7 +299,8 @@ mod tests {
             network: NetworkKind::ResNet18,
             ..TrainSettings::default()
         };
-        let mut on_flex = Trainer::new(2, &cpu_backend(CpuBackend::Flex).device, &settings);
+        let mut on_flex =
+            Trainer::new(2, &cpu_backend(CpuBackend::Flex).device, &settings).unwrap();
         let (model, optimizer) = on_flex.to_bytes().unwrap();
         let mut other = Trainer::restore(2, device, model, optimizer, &settings).unwrap();
         let pictures = synth::generate(4, 32, 5);

@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::common::runs::weights;
 use crate::common::{
     assert_fails_with, assert_success, catdog, copy_folder, path, real_photos_or_skip, stderr,
-    stdout, synth, weights_file, weights_header,
+    stdout, synth, train_one_epoch, weights_file, weights_header,
 };
 
 #[test]
@@ -211,47 +211,105 @@ fn resnet18_trains_predicts_and_evaluates() {
         .fails_with("--network small-cnn (the run uses resnet18)");
 }
 
+/// `network` trained for one epoch, in batches of 4 on flex, on `photos` pictures of `px`
+/// px in a folder of its own: what the tests of each network start from.
+struct OneEpoch {
+    _dir: tempfile::TempDir,
+    data: std::path::PathBuf,
+    model: std::path::PathBuf,
+    px: u32,
+}
+
+impl OneEpoch {
+    fn of(network: &str, photos: u32, px: u32) -> OneEpoch {
+        let dir = tempfile::tempdir().unwrap();
+        let run = OneEpoch {
+            data: dir.path().join("data"),
+            model: dir.path().join("model"),
+            _dir: dir,
+            px,
+        };
+        synth(&run.data, photos, px);
+        run.train().args(["--network", network]).succeeds();
+        run
+    }
+
+    /// The command that trained it, to add to.
+    fn train(&self) -> crate::common::Catdog {
+        train_one_epoch(&self.data, &self.model, self.px).batch_size(4)
+    }
+
+    fn info(&self) -> Value {
+        serde_json::from_slice(&fs::read(self.model.join("catdog.json")).unwrap()).unwrap()
+    }
+
+    /// How many photos `predict --json` answers, and the model line `eval` prints.
+    fn predictions_and_eval(&self) -> (usize, String) {
+        let output = catdog()
+            .predict()
+            .model(&self.model)
+            .json()
+            .arg(&self.data)
+            .succeeds();
+        let answers = stdout(&output).lines().count();
+        let output = catdog()
+            .eval()
+            .model(&self.model)
+            .data(&self.data)
+            .succeeds();
+        (answers, stdout(&output) + &stderr(&output))
+    }
+}
+
 /// The wide SmallCnn, for accuracy: trained, saved with its wider shapes, named where it
 /// predicts, and recorded as the run's network for `--resume`.
 #[test]
 fn the_wide_small_cnn_trains_predicts_and_is_named() {
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    let model = dir.path().join("model");
-    synth(&data, 12, 16);
-    let train = || {
-        catdog()
-            .train()
-            .data(&data)
-            .out(&model)
-            .flex()
-            .batch_size(4)
-            .size(16)
-            .epochs(1)
-    };
-    train().args(["--network", "small-cnn-wide"]).succeeds();
-    let info: Value =
-        serde_json::from_slice(&fs::read(model.join("catdog.json")).unwrap()).unwrap();
-    assert_eq!(info["architecture"], "small-cnn-wide");
-    assert!(
-        weights_header(&model).contains("\"shape\":[256,2]"),
-        "{}",
-        weights_header(&model)
-    );
-    let output = catdog()
-        .predict()
-        .model(&model)
-        .json()
-        .arg(&data)
-        .succeeds();
-    assert_eq!(stdout(&output).lines().count(), 12);
-    let output = catdog().eval().model(&model).data(&data).succeeds();
-    let text = stdout(&output) + &stderr(&output);
+    let run = OneEpoch::of("small-cnn-wide", 12, 16);
+    assert_eq!(run.info()["architecture"], "small-cnn-wide");
+    let header = weights_header(&run.model);
+    assert!(header.contains("\"shape\":[256,2]"), "{header}");
+    let (answers, text) = run.predictions_and_eval();
+    assert_eq!(answers, 12);
     assert!(text.contains("(wide SmallCnn, trained on "), "{text}");
-    train()
+    run.train()
         .resume()
         .args(["--network", "small-cnn"])
         .fails_with("--network small-cnn (the run uses small-cnn-wide)");
+}
+
+/// EfficientNet-Lite0 starts from ImageNet's weights unless told otherwise: a few steps at
+/// 32 px, saved with the PyTorch port's names, the pixels scaled as those weights expect,
+/// the setting recorded for `--resume` and in catdog.json; and `--pretrained` for a network
+/// catdog has no weights for is refused before any work.
+#[test]
+fn efficientnet_lite0_starts_from_imagenets_weights() {
+    let run = OneEpoch::of("efficientnet-lite0", 12, 32);
+    let info = run.info();
+    assert_eq!(info["architecture"], "efficientnet-lite0");
+    assert_eq!(info["settings"]["pretrained"], true);
+    assert_eq!(info["normalization"]["mean"][0], 0.5);
+    let header = weights_header(&run.model);
+    assert!(
+        header.contains("\"_blocks.15._depthwise_conv.weight\"")
+            && header.contains("\"_fc.weight\":{\"dtype\":\"F32\",\"shape\":[2,1280]"),
+        "{header}"
+    );
+    let (answers, text) = run.predictions_and_eval();
+    assert_eq!(answers, 12);
+    assert!(text.contains("(EfficientNet-Lite0, trained on "), "{text}");
+    run.train()
+        .resume()
+        .args(["--pretrained", "false"])
+        .fails_with("--pretrained false (the run uses true)");
+
+    catdog()
+        .train()
+        .data(&run.data)
+        .out(run.model.with_extension("other"))
+        .flex()
+        .args(["--pretrained"])
+        .fails_with("--pretrained: catdog has ImageNet weights for efficientnet-lite0 only");
 }
 
 #[test]
