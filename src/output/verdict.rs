@@ -4,7 +4,8 @@
 
 use crate::bench::{
     ARTICLE_CPU, ARTICLE_GPU, BackendRun, BenchReport, EPOCHS, KAGGLE_PHOTOS,
-    RESNET18_MULTIPLY_ADDS, RESNET50_MULTIPLY_ADDS, Sides, best_run, training_time,
+    RESNET18_MULTIPLY_ADDS, RESNET50_MULTIPLY_ADDS, Sides, best_run, ndarray_left_out,
+    training_time,
 };
 use crate::device::BackendKind;
 use crate::model::NetworkKind;
@@ -204,7 +205,7 @@ fn why(sides: &Sides, report: &BenchReport, multiply_adds: f64) -> String {
                 rate(ndarray)
             ))
         }
-        _ if settings.network == NetworkKind::ResNet18 => out.push_str(
+        _ if ndarray_left_out(settings.network).is_some() => out.push_str(
             " Software counts as much as the chip: `--backends flex,ndarray` adds ndarray, a \
              simpler CPU backend, for the difference (minutes a step with this network).",
         ),
@@ -369,6 +370,37 @@ mod tests {
             text.contains(
                 "for smaller pictures. ResNet-18 at 448 px here needs about 4.0× the work"
             ),
+            "{text}"
+        );
+    }
+
+    /// EfficientNet-Lite0 is measured without ndarray unless asked, as ResNet-18 is: the
+    /// answer says how to add it rather than that it was measured.
+    #[test]
+    fn for_efficientnet_lite0_the_answer_says_how_to_add_ndarray() {
+        let mut report = report(
+            vec![32],
+            vec![run(
+                BackendKind::Flex,
+                "Test CPU (2 threads)",
+                false,
+                32,
+                11.5,
+            )],
+        );
+        report.settings.network = NetworkKind::EfficientNetLite0;
+        report.settings.image_size = 224;
+        let text = bench_verdict(&report);
+        assert!(
+            text.contains("The answer: EfficientNet-Lite0 training photos per second"),
+            "{text}"
+        );
+        assert!(
+            text.contains("a bigger network. ResNet-18 at 224 px needs about 5×"),
+            "{text}"
+        );
+        assert!(
+            text.contains("`--backends flex,ndarray` adds ndarray"),
             "{text}"
         );
     }
