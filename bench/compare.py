@@ -16,7 +16,8 @@ the files (predict), and both accuracies.
 
 Usage:
     python3 bench/compare.py [--catdog target/release/catdog] [--backends flex,ndarray]
-                             [--network small-cnn|small-cnn-wide|resnet18] [--image-size 64 (224 for resnet18)]
+                             [--network small-cnn|small-cnn-wide|resnet18|efficientnet-lite0]
+                             [--image-size 64 (224 for resnet18 and efficientnet-lite0)]
                              [--batch-size 32] [--seconds 3] [--repeats 3]
                              [--rounds 3] [--json FILE]
     python3 bench/compare.py --photos DIR [--catdog ...] [--rounds 3] [--json FILE]
@@ -121,7 +122,7 @@ def compare_bench(args):
         rounds.append({"catdog": catdog, "pytorch": pytorch})
 
     title = {"small-cnn": "SmallCnn", "small-cnn-wide": "wide SmallCnn",
-             "resnet18": "ResNet-18"}[args.network]
+             "resnet18": "ResNet-18", "efficientnet-lite0": "EfficientNet-Lite0"}[args.network]
     print(f"{title}, {args.image_size} px, batch {args.batch_size}, median photos/s of "
           f"{args.repeats} windows of >= {args.seconds} s; torch {pytorch['torch_version']}; "
           f"batches made before the clock starts on both sides; PyTorch's allocator: "
@@ -163,7 +164,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--catdog", default=os.path.join(HERE, "..", "target", "release", "catdog"))
     parser.add_argument("--backends", default=None, help="catdog backends [default: catdog's default]")
-    parser.add_argument("--network", choices=["small-cnn", "small-cnn-wide", "resnet18"],
+    parser.add_argument("--network", choices=["small-cnn", "small-cnn-wide", "resnet18",
+                                              "efficientnet-lite0"],
                         default="small-cnn")
     parser.add_argument("--image-size", default=None, help="[default: 64, 224 for resnet18]")
     parser.add_argument("--batch-size", default="32")
@@ -178,7 +180,7 @@ def main():
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
     if args.image_size is None:
-        args.image_size = "224" if args.network == "resnet18" else "64"
+        args.image_size = "224" if args.network in ("resnet18", "efficientnet-lite0") else "64"
     rounds = compare_photos(args) if args.photos else compare_bench(args)
     if args.json:
         with open(args.json, "w") as out:

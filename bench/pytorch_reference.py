@@ -4,7 +4,8 @@
 The same network (4 x [conv 3x3 pad 1 -> batch norm -> ReLU -> max-pool 2], 32-64-128-128
 channels (64-128-256-256 with --network small-cnn-wide), global average pool, linear to 2
 classes; with --network resnet18, torchvision's
-resnet18(num_classes=2), which is catdog's --network resnet18 layer for layer), AdamW (lr 1e-3, eps 1e-8, weight decay
+resnet18(num_classes=2), which is catdog's --network resnet18 layer for layer; with --network
+efficientnet-lite0, the PyPI package efficientnet-lite-pytorch's EfficientNet, likewise), AdamW (lr 1e-3, eps 1e-8, weight decay
 5e-4, catdog's default), cross-entropy, the same image and batch size, and the same method: a
 few untimed warm-up steps, then the median (with min and max) of REPEATS windows of at least
 SECONDS each. A training step builds
@@ -25,7 +26,7 @@ with a GradScaler, PyTorch's usual mixed precision (compare with catdog's --prec
 trim), so that neither side pays for fresh pages at every step; --glibc-defaults leaves them.
 
 Usage:
-    python3 bench/pytorch_reference.py [--network small-cnn|small-cnn-wide|resnet18] [--devices cpu,cuda]
+    python3 bench/pytorch_reference.py [--network small-cnn|small-cnn-wide|resnet18|efficientnet-lite0] [--devices cpu,cuda]
                                        [--image-size 64 (224 for resnet18)] [--batch-size 32]
                                        [--seconds 3] [--repeats 3] [--warmup-steps 3] [--threads N]
                                        [--amp] [--data-on-device] [--glibc-defaults]
@@ -82,6 +83,15 @@ def network(name):
     """A fresh network called `name` as catdog names it (`--network`)."""
     if name in SMALL_CNN_CHANNELS:
         return SmallCnn(channels=SMALL_CNN_CHANNELS[name])
+    if name == "efficientnet-lite0":
+        try:
+            from efficientnet_lite_pytorch import EfficientNet
+        except ImportError:
+            sys.exit("--network efficientnet-lite0 needs efficientnet-lite-pytorch: "
+                     "python3 -m pip install efficientnet-lite-pytorch")
+        # catdog's layer for layer; without the dropout and drop-connect catdog does not use.
+        return EfficientNet.from_name("efficientnet-lite0", num_classes=2, dropout_rate=0.0,
+                                      drop_connect_rate=0.0)
     try:
         import torchvision
     except ImportError:
@@ -233,7 +243,8 @@ def cpu_model():
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--devices", default=None, help="comma-separated: cpu, cuda [default: cuda if present, cpu]")
-    parser.add_argument("--network", choices=["small-cnn", "small-cnn-wide", "resnet18"],
+    parser.add_argument("--network", choices=["small-cnn", "small-cnn-wide", "resnet18",
+                                              "efficientnet-lite0"],
                         default="small-cnn")
     parser.add_argument("--image-size", type=int, default=None, help="[default: 64, 224 for resnet18]")
     parser.add_argument("--batch-size", type=int, default=32)
@@ -246,7 +257,7 @@ def main():
     add_allocator_flag(parser)
     args = parser.parse_args()
     if args.image_size is None:
-        args.image_size = 224 if args.network == "resnet18" else 64
+        args.image_size = 224 if args.network in ("resnet18", "efficientnet-lite0") else 64
     allocator = keep_freed_memory(args.glibc_defaults)
 
     torch.set_num_threads(args.threads)
