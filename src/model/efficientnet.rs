@@ -17,7 +17,7 @@ use burn::nn::{
 };
 use burn::tensor::{Device, Tensor};
 
-use super::rewrite;
+use super::rewrite::{self, conv_norm, fold};
 
 /// The blocks' stages: repeats, kernel, stride of the first, expansion, channels in and out.
 const STAGES: [(usize, usize, usize, usize, usize, usize); 7] = [
@@ -63,22 +63,6 @@ fn norm(channels: usize, device: &Device) -> Option<BatchNorm> {
 /// ReLU capped at 6.
 fn relu6(x: Tensor<4>) -> Tensor<4> {
     x.clamp(0.0, 6.0)
-}
-
-/// `norm(conv(x))`, with `norm` folded into `conv` once [`fold`] has run.
-fn conv_norm(conv: &Conv2d, norm: &Option<BatchNorm>, x: Tensor<4>) -> Tensor<4> {
-    let y = conv.forward(x);
-    match norm {
-        Some(norm) => norm.forward(y),
-        None => y,
-    }
-}
-
-fn fold(conv: Conv2d, norm: Option<BatchNorm>) -> (Conv2d, Option<BatchNorm>) {
-    match norm {
-        Some(norm) => (rewrite::fold(conv, norm), None),
-        None => (conv, None),
-    }
 }
 
 /// A mobile inverted bottleneck: widen with a 1×1 convolution (absent where the expansion

@@ -4,10 +4,10 @@
 //! classifier, which is new for the run's own classes.
 
 use anyhow::{Result, anyhow, ensure};
-use burn::store::{ChainAdapter, FloatCastAdapter, ModuleSnapshot, PyTorchToBurnAdapter};
-use burn::store::{KeyRemapper, SafetensorsStore};
+use burn::store::ModuleSnapshot;
 use burn::tensor::Device;
 
+use super::saved::reading_store;
 use super::{Network, NetworkKind};
 use crate::data::Normalization;
 
@@ -47,14 +47,8 @@ pub fn with_imagenet_weights(
         "catdog has ImageNet weights for efficientnet-lite0 only, not for {}",
         kind.name()
     );
-    let to_device = FloatCastAdapter::to(device.settings().float_dtype.into());
-    let remap = KeyRemapper::from_patterns(vec![(r"(^|\.)_([a-z][a-z0-9_]*)\.", "${1}${2}.")])
-        .expect("a valid pattern");
-    let mut store = SafetensorsStore::from_bytes(Some(IMAGENET_WEIGHTS.to_vec()))
-        .skip_enum_variants(true)
-        .with_from_adapter(ChainAdapter::new(PyTorchToBurnAdapter, to_device))
-        .remap(remap)
-        .allow_partial(true);
+    // The PyTorch port's names, as a saved EfficientNet-Lite0 model has them.
+    let mut store = reading_store(kind, IMAGENET_WEIGHTS.to_vec(), device).allow_partial(true);
     if keep_classifier {
         store = store.with_regex(r"^(conv_stem|bn0|blocks|conv_head|bn1)\.");
     }

@@ -15,7 +15,7 @@ use burn::nn::{
 use burn::tensor::activation::relu;
 use burn::tensor::{Device, Tensor};
 
-use super::rewrite;
+use super::rewrite::{self, conv_norm, fold};
 
 /// Channels of the four stages.
 const STAGES: [usize; 4] = [64, 128, 256, 512];
@@ -37,24 +37,6 @@ fn conv(channels: [usize; 2], kernel: usize, stride: usize, device: &Device) -> 
 
 fn norm(channels: usize, device: &Device) -> Option<BatchNorm> {
     Some(BatchNormConfig::new(channels).init(device))
-}
-
-/// `norm(conv(x))`, with `norm` folded into `conv` once [`fold`] has run.
-fn conv_norm(conv: &Conv2d, norm: &Option<BatchNorm>, x: Tensor<4>) -> Tensor<4> {
-    let y = conv.forward(x);
-    match norm {
-        Some(norm) => norm.forward(y),
-        None => y,
-    }
-}
-
-/// `conv` and `norm` with the batch norm folded in ([`rewrite::fold`]), as `conv_norm` takes
-/// them.
-fn fold(conv: Conv2d, norm: Option<BatchNorm>) -> (Conv2d, Option<BatchNorm>) {
-    match norm {
-        Some(norm) => (rewrite::fold(conv, norm), None),
-        None => (conv, None),
-    }
 }
 
 /// The 1×1/2 convolution and batch norm that bring a stage's input to its output's shape.

@@ -1,14 +1,15 @@
-//! Trained layers rewritten into equivalent ones, for both networks: a batch norm folded into
+//! Trained layers rewritten into equivalent ones, for every network: a batch norm folded into
 //! the convolution before it, and a classifier whose logits are scaled.
 
 use burn::module::Param;
 use burn::nn::conv::Conv2d;
 use burn::nn::{BatchNorm, Linear};
+use burn::tensor::Tensor;
 
 /// `conv` with `norm`'s running statistics, scale and shift folded in: `conv(x)·s + t` with
 /// `s = γ/√(var + ε)` and `t = β − mean·s` is the convolution with weights `W·s` and bias
 /// `b·s + t`, the same function at inference in one pass instead of two.
-pub(super) fn fold(conv: Conv2d, norm: BatchNorm) -> Conv2d {
+pub(super) fn fold_into(conv: Conv2d, norm: BatchNorm) -> Conv2d {
     let scale = norm.gamma.val() / (norm.running_var.value() + norm.epsilon).sqrt();
     let shift = norm.beta.val() - norm.running_mean.value() * scale.clone();
     let channels = scale.dims()[0];
@@ -21,6 +22,25 @@ pub(super) fn fold(conv: Conv2d, norm: BatchNorm) -> Conv2d {
     conv.weight = Param::from_tensor(weight);
     conv.bias = Some(Param::from_tensor(bias));
     conv
+}
+
+/// `norm(conv(x))` for a network whose batch norms are `Option`s: `None` once [`fold`] has
+/// folded them into the convolutions (ResNet-18, EfficientNet-Lite0).
+pub(super) fn conv_norm(conv: &Conv2d, norm: &Option<BatchNorm>, x: Tensor<4>) -> Tensor<4> {
+    let y = conv.forward(x);
+    match norm {
+        Some(norm) => norm.forward(y),
+        None => y,
+    }
+}
+
+/// `conv` and `norm` with the batch norm folded in ([`fold_into`]), as [`conv_norm`] takes
+/// them.
+pub(super) fn fold(conv: Conv2d, norm: Option<BatchNorm>) -> (Conv2d, Option<BatchNorm>) {
+    match norm {
+        Some(norm) => (fold_into(conv, norm), None),
+        None => (conv, None),
+    }
 }
 
 /// `linear` with its weights and bias multiplied by `factor`: every logit `factor` times

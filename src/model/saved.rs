@@ -295,20 +295,17 @@ fn expected_checksum(info: &ModelInfo) -> Checksum {
     }
 }
 
-/// `model`, the network `info` describes, with `weights` (a safetensors file's bytes) loaded.
-fn network_from(
-    mut model: Network,
+/// A store that reads `weights` (a safetensors file's bytes, as [`save`] names and lays them
+/// out for `kind`) into a network of `kind`, in `device`'s float type (`--precision`: a loaded
+/// tensor keeps the file's otherwise).
+pub(super) fn reading_store(
+    kind: NetworkKind,
     weights: Vec<u8>,
-    info: &ModelInfo,
     device: &Device,
-    weights_path: &Path,
-    info_path: &Path,
-) -> Result<Network> {
-    let kind = info.network();
-    // In the device's float type (`--precision`): a loaded tensor keeps the file's otherwise.
+) -> SafetensorsStore {
     let store = SafetensorsStore::from_bytes(Some(weights)).skip_enum_variants(true);
     let to_device = FloatCastAdapter::to(device.settings().float_dtype.into());
-    let mut store = match kind {
+    match kind {
         NetworkKind::SmallCnn | NetworkKind::SmallCnnWide => store.with_from_adapter(to_device),
         NetworkKind::ResNet18 => store
             .with_from_adapter(ChainAdapter::new(PyTorchToBurnAdapter, to_device))
@@ -319,7 +316,20 @@ fn network_from(
         NetworkKind::EfficientNetLite0 => store
             .with_from_adapter(ChainAdapter::new(PyTorchToBurnAdapter, to_device))
             .remap(renamed(&[(r"(^|\.)_([a-z][a-z0-9_]*)\.", "${1}${2}.")])),
-    };
+    }
+}
+
+/// `model`, the network `info` describes, with `weights` (a safetensors file's bytes) loaded.
+fn network_from(
+    mut model: Network,
+    weights: Vec<u8>,
+    info: &ModelInfo,
+    device: &Device,
+    weights_path: &Path,
+    info_path: &Path,
+) -> Result<Network> {
+    let kind = info.network();
+    let mut store = reading_store(kind, weights, device);
     let applied = model.load_from(&mut store).map_err(|err| {
         anyhow::anyhow!(
             "{} does not fit the {} for {} classes that {} describes: {err}",

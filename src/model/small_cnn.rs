@@ -63,13 +63,13 @@ impl ConvBlock {
         }
     }
 
-    /// The block with its batch norm folded into the convolution ([`rewrite::fold`]).
+    /// The block with its batch norm folded into the convolution ([`rewrite::fold_into`]).
     fn folded(self) -> ConvBlock {
         let Some(norm) = self.norm else {
             return self;
         };
         ConvBlock {
-            conv: rewrite::fold(self.conv, norm),
+            conv: rewrite::fold_into(self.conv, norm),
             norm: None,
             pool: self.pool,
         }
