@@ -76,14 +76,25 @@ pub struct NotSure {
     pub sure_accuracy: f64,
 }
 
+/// One labelled photo's answer, as the figures count it.
+#[derive(Clone, Copy, Debug)]
+pub struct Scored {
+    pub probability: f64,
+    pub right: bool,
+    /// Unlike the photos the model learned from.
+    pub unusual: bool,
+    /// Neither a cat nor a dog, as ImageNet's classifier sees it.
+    pub neither: bool,
+}
+
 impl NotSure {
-    /// From each answer's probability, whether it was right, and whether its photo was unusual
-    /// (which `predict` calls "not sure" whatever the probability).
-    pub fn of(answers: &[(f64, bool, bool)], threshold: f32) -> NotSure {
-        let (unsure, sure): (Vec<_>, Vec<_>) = answers
+    /// From each answer: below `threshold`, or of an unusual photo or one that is neither a
+    /// cat nor a dog (which `predict` calls "not sure" whatever the probability).
+    pub fn of(answers: &[Scored], threshold: f32) -> NotSure {
+        let (unsure, sure): (Vec<&Scored>, Vec<&Scored>) = answers
             .iter()
-            .partition(|(probability, _, unusual)| *probability < f64::from(threshold) || *unusual);
-        let right = |answers: &[&(f64, bool, bool)]| answers.iter().filter(|a| a.1).count();
+            .partition(|a| a.probability < f64::from(threshold) || a.unusual || a.neither);
+        let right = |answers: &[&Scored]| answers.iter().filter(|a| a.right).count();
         NotSure {
             threshold,
             photos: unsure.len(),
@@ -105,7 +116,9 @@ pub enum Photos {
     },
 }
 
-/// The photos a model found unlike those it learned from ([`crate::model::Typical`]).
+/// Some of the photos, and how often the model was right on them: those it found unlike the
+/// photos it learned from ([`crate::model::Typical`]), or those it called neither a cat nor a
+/// dog.
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct Unusual {
     pub photos: usize,
@@ -114,13 +127,13 @@ pub struct Unusual {
 }
 
 impl Unusual {
-    /// From each answer's probability, whether it was right, and whether it was unusual.
-    pub fn of(answers: &[(f64, bool, bool)]) -> Unusual {
-        let unusual: Vec<_> = answers.iter().filter(|a| a.2).collect();
-        let right = unusual.iter().filter(|a| a.1).count();
+    /// From each answer, those that `which` picks.
+    pub fn of(answers: &[Scored], which: impl Fn(&Scored) -> bool) -> Unusual {
+        let picked: Vec<&Scored> = answers.iter().filter(|a| which(a)).collect();
+        let right = picked.iter().filter(|a| a.right).count();
         Unusual {
-            photos: unusual.len(),
-            accuracy: ratio(right, unusual.len()),
+            photos: picked.len(),
+            accuracy: ratio(right, picked.len()),
         }
     }
 }
@@ -153,6 +166,9 @@ pub struct Evaluation {
     /// The photos that look unlike those the model learned from (which `predict` calls "not
     /// sure" too), and how often it was right on them; `None` for a model without that record.
     pub unusual: Option<Unusual>,
+    /// The photos it called neither a cat nor a dog (which `predict` calls so, not a class),
+    /// and how often its class was right on them; `None` for a model that cannot tell.
+    pub neither: Option<Unusual>,
     /// How fast the model ran over the decoded photos: from pixels to probabilities, with the
     /// normalisation and the copy to the device, decoding excluded.
     pub infer_images_per_sec: f64,
@@ -190,11 +206,16 @@ pub fn evaluate_folder(
     let started = Instant::now();
     let all_answers = predictor.answers(&pixels)?;
     let infer_images_per_sec = chosen.len() as f64 / started.elapsed().as_secs_f64();
-    for (&(i, path), (probabilities, is_unusual)) in chosen.iter().zip(all_answers) {
-        let (predicted, probability) = most_probable(&probabilities);
+    for (&(i, path), answer) in chosen.iter().zip(all_answers) {
+        let (predicted, probability) = most_probable(&answer.probabilities);
         let label = images.labels()[i];
         confusion_matrix[label][predicted] += 1;
-        answers.push((f64::from(probability), predicted == label, is_unusual));
+        answers.push(Scored {
+            probability: f64::from(probability),
+            right: predicted == label,
+            unusual: answer.unusual,
+            neither: answer.neither().is_some(),
+        });
         if predicted != label {
             mistakes.push(Mistake {
                 path: path.to_string_lossy().into_owned(),
@@ -234,14 +255,22 @@ pub fn evaluate_folder(
         per_class,
         most_confidently_wrong: mistakes,
         temperature: predictor.info().calibration.map(|c| c.temperature),
-        reliability: Reliability::of(&answers.iter().map(|a| (a.0, a.1)).collect::<Vec<_>>()),
+        reliability: Reliability::of(
+            &answers
+                .iter()
+                .map(|a| (a.probability, a.right))
+                .collect::<Vec<_>>(),
+        ),
         wrong_and_sure,
         not_sure: NotSure::of(&answers, not_sure_below),
         unusual: predictor
             .info()
             .typical
             .as_ref()
-            .map(|_| Unusual::of(&answers)),
+            .map(|_| Unusual::of(&answers, |a| a.unusual)),
+        neither: predictor
+            .tells_neither()
+            .then(|| Unusual::of(&answers, |a| a.neither)),
         infer_images_per_sec,
         skipped_photos: photos.skipped.len(),
         skipped: photos.skipped,

@@ -16,10 +16,10 @@ use burn::tensor::{Device, Tensor};
 
 use crate::data::{Normalization, images_on};
 use crate::device::{Batch, explain_panic};
-use crate::model::Network;
+use crate::model::{ImagenetHead, ImagenetView, Network};
 
 pub use calibration::{BINS, Bin, NOT_SURE_BELOW, Reliability, fit_temperature, scale};
-pub use predict::{Answer, Prediction, Predictor};
+pub use predict::{Answer, CAT_OR_DOG_AT_LEAST, Neither, Prediction, Predictor};
 
 pub(crate) use contact_sheet::{
     check_path as check_contact_sheet_path, write as write_contact_sheet,
@@ -52,9 +52,27 @@ impl Readout {
     };
 }
 
-/// Log-probability rows, and each image's look where [`Readout::looks`] asked for them and the
-/// network has them.
-pub(crate) type ProbabilitiesAndLooks = (Vec<Vec<f64>>, Option<Vec<Vec<f32>>>);
+/// What a pass over some images read out: log-probability rows, each image's look where
+/// [`Readout::looks`] asked for them and the network has them, and what ImageNet's classifier
+/// makes of each where the runner has it ([`Runner::with_imagenet`]).
+#[derive(Default)]
+pub(crate) struct Readings {
+    pub rows: Vec<Vec<f64>>,
+    pub looks: Option<Vec<Vec<f32>>>,
+    pub views: Option<Vec<ImagenetView>>,
+}
+
+impl Readings {
+    fn extend(&mut self, more: Readings) {
+        self.rows.extend(more.rows);
+        if let Some(looks) = more.looks {
+            self.looks.get_or_insert_with(Vec::new).extend(looks);
+        }
+        if let Some(views) = more.views {
+            self.views.get_or_insert_with(Vec::new).extend(views);
+        }
+    }
+}
 
 /// A network ready to answer: the model, the pictures' side (each `size × size × 3` bytes) and
 /// normalisation, the device, how the logits are read out, and how many photos go to the
@@ -68,6 +86,8 @@ pub struct Runner<'a> {
     device: &'a Device,
     readout: Readout,
     batch: Batch,
+    /// ImageNet's classifier, for a network that reads features it knows.
+    imagenet: Option<&'a ImagenetHead>,
 }
 
 impl<'a> Runner<'a> {
@@ -86,6 +106,7 @@ impl<'a> Runner<'a> {
             device,
             readout: Readout::PLAIN,
             batch: Batch::Chosen(batch_size),
+            imagenet: None,
         }
     }
 
@@ -94,27 +115,32 @@ impl<'a> Runner<'a> {
         Runner { readout, ..self }
     }
 
+    /// The same runner, telling what ImageNet's classifier makes of each image too (from the
+    /// unflipped pass), where the network is one whose features it reads.
+    pub fn with_imagenet(self, imagenet: Option<&'a ImagenetHead>) -> Runner<'a> {
+        Runner { imagenet, ..self }
+    }
+
     /// Natural logarithms of the class probabilities of `images`, one row per image, and
-    /// their looks if the read-out asks for them; sent to the device a batch at a time. A
-    /// device failing (out of memory, lost) is an error saying what to try.
-    pub(crate) fn run(&self, images: &[&[u8]]) -> Result<ProbabilitiesAndLooks> {
-        let mut rows = Vec::with_capacity(images.len());
-        let mut looks: Option<Vec<Vec<f32>>> = None;
+    /// their looks and ImageNet's view where asked for; sent to the device a batch at a
+    /// time. A device failing (out of memory, lost) is an error saying what to try.
+    pub(crate) fn run(&self, images: &[&[u8]]) -> Result<Readings> {
+        let mut readings = Readings {
+            rows: Vec::with_capacity(images.len()),
+            ..Readings::default()
+        };
         for chunk in images.chunks(self.batch.size().max(1)) {
             let pixels = self.normalization.to_chw(chunk.iter().copied(), self.size);
-            let (chunk_rows, chunk_looks) =
-                explain_panic(self.batch, || self.pass(images_on(pixels, self.device)))?;
-            rows.extend(chunk_rows);
-            if let Some(chunk_looks) = chunk_looks {
-                looks.get_or_insert_with(Vec::new).extend(chunk_looks);
-            }
+            readings.extend(explain_panic(self.batch, || {
+                self.pass(images_on(pixels, self.device))
+            })?);
         }
-        Ok((rows, looks))
+        Ok(readings)
     }
 
     /// [`Runner::run`]'s log-probability rows alone.
     pub(crate) fn log_probabilities(&self, images: &[&[u8]]) -> Result<Vec<Vec<f64>>> {
-        Ok(self.run(images)?.0)
+        Ok(self.run(images)?.rows)
     }
 
     /// Class probabilities of `images`, one row per image.
@@ -124,12 +150,12 @@ impl<'a> Runner<'a> {
 
     /// [`Runner::log_probabilities`] of one batch already on the device, normalised.
     pub(crate) fn log_probabilities_on_device(&self, input: Tensor<4>) -> Result<Vec<Vec<f64>>> {
-        explain_panic(self.batch, || self.pass(input).0)
+        explain_panic(self.batch, || self.pass(input).rows)
     }
 
     /// One batch on the device through the network, read out. With a flip, each pass is scaled
     /// by the temperature before the two are averaged.
-    fn pass(&self, input: Tensor<4>) -> ProbabilitiesAndLooks {
+    fn pass(&self, input: Tensor<4>) -> Readings {
         let scaled = |rows: Vec<Vec<f64>>| {
             if self.readout.temperature == 1.0 {
                 return rows;
@@ -139,15 +165,24 @@ impl<'a> Runner<'a> {
                 .collect()
         };
         let mirror = self.readout.flip.then(|| input.clone().flip([3]));
-        let (logits, looks) = if self.readout.looks {
-            let (logits, look) = self.model.forward_with_look(input);
-            (logits, look.map(float_rows))
-        } else {
-            (self.model.forward(input), None)
+        let (logits, looks, views) = match (self.imagenet, self.readout.looks) {
+            (Some(head), _) => {
+                let (logits, features) = self.model.forward_with_features(input);
+                (logits, None, features.map(|f| head.views(f)))
+            }
+            (None, true) => {
+                let (logits, look) = self.model.forward_with_look(input);
+                (logits, look.map(float_rows), None)
+            }
+            (None, false) => (self.model.forward(input), None, None),
         };
         let plain = scaled(log_softmax_rows(logits));
         let Some(mirror) = mirror else {
-            return (plain, looks);
+            return Readings {
+                rows: plain,
+                looks,
+                views,
+            };
         };
         let mirrored = scaled(log_softmax_rows(self.model.forward(mirror)));
         let rows = plain
@@ -160,7 +195,7 @@ impl<'a> Runner<'a> {
                     .collect()
             })
             .collect();
-        (rows, looks)
+        Readings { rows, looks, views }
     }
 }
 

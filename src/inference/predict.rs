@@ -8,7 +8,10 @@ use burn::tensor::Device;
 use super::{BATCH, NOT_SURE_BELOW, Readout, Runner, most_probable, probabilities};
 use crate::data::decode_photos;
 use crate::device::{Backend, Batch};
-use crate::model::{ModelChoice, ModelInfo, Network, Typical};
+use crate::model::{
+    ImagenetHead, ImagenetView, ModelChoice, ModelInfo, Network, NetworkKind, Typical,
+    imagenet_classes,
+};
 
 /// What the model thinks one photo shows.
 #[derive(Clone, Debug, PartialEq)]
@@ -25,10 +28,51 @@ pub struct Prediction {
     /// Whether the photo looks unlike those the model learned from ([`crate::model::Typical`]);
     /// always false for a model without that record.
     pub unusual: bool,
+    /// Where ImageNet's classifier sees neither a cat nor a dog: what it sees instead. Always
+    /// `None` for a model that cannot tell ([`Predictor::tells_neither`]).
+    pub neither: Option<Neither>,
+    /// The probability ImageNet's classifier gives all its cat and dog classes together, for
+    /// a model that can tell.
+    pub cat_or_dog: Option<f32>,
 }
 
-/// A photo's class probabilities, in class order, and whether it is unusual.
-pub type Answer = (Vec<f32>, bool);
+/// A photo that is neither a cat nor a dog, as ImageNet's classifier sees it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Neither {
+    /// The ImageNet class it looks most like (`sports car`).
+    pub looks_like: String,
+    /// That class's probability.
+    pub probability: f32,
+    /// The probability of all ImageNet's cat and dog classes together, below
+    /// [`CAT_OR_DOG_AT_LEAST`].
+    pub cat_or_dog: f32,
+}
+
+/// A photo is neither a cat nor a dog where ImageNet's cat and dog classes together have less
+/// than this probability.
+pub const CAT_OR_DOG_AT_LEAST: f32 = 0.2;
+
+/// What the model makes of one photo: its class probabilities, in class order, whether it is
+/// unusual, and whether it is neither a cat nor a dog.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Answer {
+    pub probabilities: Vec<f32>,
+    pub unusual: bool,
+    /// What ImageNet's classifier makes of it, for a model that can tell.
+    pub view: Option<ImagenetView>,
+}
+
+impl Answer {
+    /// [`Neither`] where ImageNet's cat and dog classes together have too little probability.
+    pub fn neither(&self) -> Option<Neither> {
+        let view = self.view?;
+        (view.cat_or_dog < CAT_OR_DOG_AT_LEAST).then(|| Neither {
+            looks_like: imagenet_classes()[view.other].to_string(),
+            probability: view.other_probability,
+            cat_or_dog: view.cat_or_dog,
+        })
+    }
+}
 
 /// A saved model loaded on a backend.
 pub struct Predictor {
@@ -38,12 +82,18 @@ pub struct Predictor {
     device: Device,
     flip: bool,
     not_sure_below: f32,
+    /// ImageNet's classifier, for a cat-and-dog EfficientNet-Lite0 started from its weights.
+    imagenet: Option<ImagenetHead>,
 }
 
 impl Predictor {
     /// Loads the chosen model onto `backend`, whichever backend trained it.
     pub fn load(choice: &ModelChoice, backend: &Backend) -> Result<Predictor> {
         let (model, info) = choice.load(&backend.device)?;
+        let imagenet = match tells_neither(&info) {
+            true => Some(ImagenetHead::load(&backend.device)?),
+            false => None,
+        };
         Ok(Predictor {
             model: model.folded(),
             choice: choice.clone(),
@@ -51,7 +101,14 @@ impl Predictor {
             device: backend.device.clone(),
             flip: false,
             not_sure_below: NOT_SURE_BELOW,
+            imagenet,
         })
+    }
+
+    /// Whether this model says of a photo that it is neither a cat nor a dog, and what it
+    /// looks like instead.
+    pub fn tells_neither(&self) -> bool {
+        self.imagenet.is_some()
     }
 
     /// Answers below this probability are "not sure".
@@ -119,15 +176,19 @@ impl Predictor {
 
     /// Class probabilities of images already at the model's size (`size × size × 3` bytes).
     pub fn probabilities(&self, images: &[&[u8]]) -> Result<Vec<Vec<f32>>> {
-        Ok(self.answers(images)?.into_iter().map(|(p, _)| p).collect())
+        Ok(self
+            .answers(images)?
+            .into_iter()
+            .map(|a| a.probabilities)
+            .collect())
     }
 
     /// [`probabilities`](Self::probabilities), and whether each image looks unlike those the
     /// model learned from (from the same pass).
     pub fn answers(&self, images: &[&[u8]]) -> Result<Vec<Answer>> {
         let typical = self.info.typical.as_ref();
-        let (rows, looks) = self.runner().run(images)?;
-        if rows.iter().flatten().any(|p| p.is_nan()) {
+        let readings = self.runner().run(images)?;
+        if readings.rows.iter().flatten().any(|p| p.is_nan()) {
             bail!(
                 "{} answers NaN (not a number) instead of probabilities: its weights hold NaN \
                  or infinite values, so no answer of it can be trusted. Train it again, or use \
@@ -138,11 +199,25 @@ impl Predictor {
                 }
             );
         }
-        let unusual: Vec<bool> = match (typical, looks) {
+        let photos = readings.rows.len();
+        let unusual: Vec<bool> = match (typical, readings.looks) {
             (Some(typical), Some(looks)) => looks.iter().map(|l| typical.is_unusual(l)).collect(),
-            _ => vec![false; rows.len()],
+            _ => vec![false; photos],
         };
-        Ok(probabilities(rows).into_iter().zip(unusual).collect())
+        let views: Vec<Option<ImagenetView>> = match readings.views {
+            Some(views) => views.into_iter().map(Some).collect(),
+            None => vec![None; photos],
+        };
+        Ok(probabilities(readings.rows)
+            .into_iter()
+            .zip(unusual)
+            .zip(views)
+            .map(|((probabilities, unusual), view)| Answer {
+                probabilities,
+                unusual,
+                view,
+            })
+            .collect())
     }
 
     /// Fits what `images` (at the model's size) look like inside the model ([`Typical`]).
@@ -165,17 +240,26 @@ impl Predictor {
                 looks: self.info.typical.is_some(),
             },
             batch: Batch::Fixed(BATCH),
+            imagenet: self.imagenet.as_ref(),
         }
     }
 
-    fn prediction(&self, path: &Path, (probabilities, unusual): Answer) -> Prediction {
+    fn prediction(&self, path: &Path, answer: Answer) -> Prediction {
+        let neither = answer.neither();
+        let Answer {
+            probabilities,
+            unusual,
+            view,
+        } = answer;
         let (best, probability) = most_probable(&probabilities);
         Prediction {
             path: path.to_path_buf(),
             label: self.info.classes[best].clone(),
             probability,
-            sure: probability >= self.not_sure_below && !unusual,
+            sure: probability >= self.not_sure_below && !unusual && neither.is_none(),
             unusual,
+            neither,
+            cat_or_dog: view.map(|v| v.cat_or_dog),
             probabilities: self
                 .info
                 .classes
@@ -185,4 +269,14 @@ impl Predictor {
                 .collect(),
         }
     }
+}
+
+/// Whether a model of `info` can tell a photo of neither a cat nor a dog: an EfficientNet-Lite0
+/// started from ImageNet's weights (whose features ImageNet's classifier still reads) for the
+/// classes cat and dog.
+fn tells_neither(info: &ModelInfo) -> bool {
+    let classes: Vec<String> = info.classes.iter().map(|c| c.to_lowercase()).collect();
+    info.network() == NetworkKind::EfficientNetLite0
+        && info.settings.as_ref().is_some_and(|s| s.pretrained)
+        && classes == ["cat", "dog"]
 }

@@ -42,10 +42,12 @@ impl Runner<'_> {
             looks: true,
             ..Readout::PLAIN
         };
-        let (rows, looks) = self.with_readout(readout).run(images)?;
+        let readings = self.with_readout(readout).run(images)?;
         Ok((
-            rows,
-            looks.and_then(|looks| Typical::fit(LOOK_BLOCK, &looks)),
+            readings.rows,
+            readings
+                .looks
+                .and_then(|looks| Typical::fit(LOOK_BLOCK, &looks)),
         ))
     }
 }

@@ -3,9 +3,13 @@
 //! photos of a thousand kinds of things. A run starting from them keeps everything but the
 //! classifier, which is new for the run's own classes.
 
+use std::ops::RangeInclusive;
+
 use anyhow::{Result, anyhow, ensure};
+use burn::module::Module;
+use burn::nn::{Linear, LinearConfig};
 use burn::store::ModuleSnapshot;
-use burn::tensor::Device;
+use burn::tensor::{Device, Tensor};
 
 use super::saved::reading_store;
 use super::{Network, NetworkKind};
@@ -32,6 +36,78 @@ pub fn has_imagenet_weights(kind: NetworkKind) -> bool {
 /// ImageNet's 1,000 class names, in the order of its classifier's logits.
 pub fn imagenet_classes() -> Vec<&'static str> {
     IMAGENET_CLASSES.lines().collect()
+}
+
+/// ImageNet's classes that are dogs (its 118 breeds) and domestic cats (tabby, tiger cat,
+/// Persian, Siamese, Egyptian cat), by index.
+pub const IMAGENET_DOGS: RangeInclusive<usize> = 151..=268;
+pub const IMAGENET_CATS: RangeInclusive<usize> = 281..=285;
+
+/// What ImageNet's classifier makes of one photo.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ImagenetView {
+    /// The probability of all its cat and dog classes together.
+    pub cat_or_dog: f32,
+    /// The most probable class that is neither, by index ([`imagenet_classes`]).
+    pub other: usize,
+    pub other_probability: f32,
+}
+
+/// ImageNet's 1,000-class classifier, as the ImageNet weights have it: it reads the pooled
+/// features of an EfficientNet-Lite0 started from those weights, so that a model fine-tuned
+/// for cats and dogs can still say what else a photo looks like.
+#[derive(Module, Debug)]
+pub struct ImagenetHead {
+    fc: Linear,
+}
+
+impl ImagenetHead {
+    /// The compiled-in classifier on `device`.
+    pub fn load(device: &Device) -> Result<ImagenetHead> {
+        let mut head = ImagenetHead {
+            fc: LinearConfig::new(super::efficientnet::HEAD, 1000).init(device),
+        };
+        let mut store = reading_store(
+            NetworkKind::EfficientNetLite0,
+            IMAGENET_WEIGHTS.to_vec(),
+            device,
+        )
+        .allow_partial(true)
+        .with_regex(r"^fc\.");
+        let applied = head
+            .load_from(&mut store)
+            .map_err(|err| anyhow!("catdog's ImageNet classifier does not load: {err}"))?;
+        ensure!(
+            applied.errors.is_empty() && applied.missing.is_empty(),
+            "catdog's ImageNet classifier does not fit: {applied}"
+        );
+        Ok(head)
+    }
+
+    /// What ImageNet's classifier makes of each row of pooled `features` (`[batch, 1280]`).
+    pub fn views(&self, features: Tensor<2>) -> Vec<ImagenetView> {
+        let logits = self.fc.forward(features).into_data();
+        let values: Vec<f64> = logits.iter::<f32>().map(f64::from).collect();
+        values.chunks(1000).map(view_of).collect()
+    }
+}
+
+/// One row of ImageNet's logits as an [`ImagenetView`] (softmax in f64).
+fn view_of(logits: &[f64]) -> ImagenetView {
+    let max = logits.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let exp: Vec<f64> = logits.iter().map(|v| (v - max).exp()).collect();
+    let total: f64 = exp.iter().sum();
+    let is_pet = |i: &usize| IMAGENET_DOGS.contains(i) || IMAGENET_CATS.contains(i);
+    let cat_or_dog = (0..exp.len()).filter(is_pet).map(|i| exp[i]).sum::<f64>() / total;
+    let other = (0..exp.len())
+        .filter(|i| !is_pet(i))
+        .max_by(|&a, &b| exp[a].total_cmp(&exp[b]))
+        .unwrap_or(0);
+    ImagenetView {
+        cat_or_dog: cat_or_dog as f32,
+        other,
+        other_probability: (exp[other] / total) as f32,
+    }
 }
 
 /// `network` with ImageNet's weights everywhere but its classifier, which keeps its own
@@ -104,6 +180,70 @@ mod tests {
                     .collect::<Vec<_>>()
             );
         }
+    }
+
+    /// ImageNet's classifier on its own reads the pooled features as the whole network does:
+    /// the built-in sample cat and dog are mostly cat or dog to it, a black picture is not,
+    /// and what it looks like instead is named.
+    #[test]
+    fn imagenets_classifier_tells_a_pet_from_a_black_picture() {
+        let device = Device::flex();
+        let network = Network::new(NetworkKind::EfficientNetLite0, 1000, 0.0, &device);
+        let Network::EfficientNetLite0(network) = with_imagenet_weights(network, false, &device)
+            .unwrap()
+            .folded()
+        else {
+            unreachable!()
+        };
+        let head = ImagenetHead::load(&device).unwrap();
+        let black = vec![0u8; 224 * 224 * 3];
+        let mut pictures: Vec<Vec<u8>> = SAMPLE_PHOTOS
+            .into_iter()
+            .map(|(name, photo)| decode_photo_bytes(photo, 224, name).unwrap())
+            .collect();
+        pictures.push(black);
+        let input = IMAGENET_NORMALIZATION.to_chw(pictures.iter().map(Vec::as_slice), 224);
+        let (logits, features) = network.forward_with_features(images_on(input, &device));
+        let views = head.views(features);
+        // The same logits as the whole network's.
+        let whole: Vec<f32> = logits.into_data().iter::<f32>().collect();
+        for (row, view) in whole.chunks(1000).zip(&views) {
+            let row: Vec<f64> = row.iter().map(|&v| f64::from(v)).collect();
+            assert_eq!(view_of(&row), *view);
+        }
+        let (cat, dog, black) = (views[0], views[1], views[2]);
+        assert!(
+            cat.cat_or_dog > 0.9 && dog.cat_or_dog > 0.9,
+            "{cat:?} {dog:?}"
+        );
+        assert!(black.cat_or_dog < 0.2, "{black:?}");
+        let named = imagenet_classes()[black.other];
+        assert!(
+            !IMAGENET_DOGS.contains(&black.other) && !IMAGENET_CATS.contains(&black.other),
+            "{named}"
+        );
+        assert!(black.other_probability > 0.0 && black.other_probability <= 1.0);
+    }
+
+    /// The cat and dog classes are where the class list says they are.
+    #[test]
+    fn the_cat_and_dog_classes_are_imagenets() {
+        let classes = imagenet_classes();
+        assert_eq!(classes[*IMAGENET_DOGS.start()], "Chihuahua");
+        assert_eq!(classes[*IMAGENET_DOGS.end()], "Mexican hairless");
+        assert_eq!(classes[*IMAGENET_CATS.start()], "tabby");
+        assert_eq!(classes[*IMAGENET_CATS.end()], "Egyptian cat");
+        // A view of logits that favour one class: a dog breed is a dog; a car is named.
+        let mut logits = vec![0.0; 1000];
+        logits[207] = 20.0;
+        assert!(view_of(&logits).cat_or_dog > 0.99);
+        let car = classes.iter().position(|c| *c == "sports car").unwrap();
+        logits[207] = 0.0;
+        logits[car] = 20.0;
+        let view = view_of(&logits);
+        assert!(view.cat_or_dog < 0.01, "{view:?}");
+        assert_eq!(view.other, car);
+        assert!(view.other_probability > 0.99);
     }
 
     /// A run's network keeps its own classifier; everything else is ImageNet's.

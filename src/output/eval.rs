@@ -80,11 +80,12 @@ fn calibration_text(evaluation: &Evaluation) -> String {
     );
     let not_sure = &evaluation.not_sure;
     let unusual = evaluation.unusual;
-    if not_sure.threshold > 0.0 || unusual.is_some() {
+    if not_sure.threshold > 0.0 || unusual.is_some() || evaluation.neither.is_some() {
         let share = not_sure.photos as f64 / evaluation.photos.max(1) as f64;
-        let or_unusual = match unusual {
-            Some(_) => " or unlike the photos it learned from",
-            None => "",
+        let or_unusual = match (unusual, evaluation.neither) {
+            (Some(_), _) => " or unlike the photos it learned from",
+            (None, Some(_)) => " or neither a cat nor a dog",
+            (None, None) => "",
         };
         out.push_str(&format!(
             "\n\"not sure\" (below {:.2}{or_unusual}): {} photos ({:.1} %), {:.1} % of them \
@@ -103,6 +104,16 @@ fn calibration_text(evaluation: &Evaluation) -> String {
             format_count(unusual.photos as u64),
             share * 100.0,
             unusual.accuracy * 100.0,
+        ));
+    }
+    if let Some(neither) = evaluation.neither {
+        let share = neither.photos as f64 / evaluation.photos.max(1) as f64;
+        out.push_str(&format!(
+            "\ncalled neither a cat nor a dog: {} photos ({:.1} %), its class right on {:.1} % \
+             of them",
+            format_count(neither.photos as u64),
+            share * 100.0,
+            neither.accuracy * 100.0,
         ));
     }
     out

@@ -14,9 +14,13 @@ pub fn prediction_line(prediction: &Prediction, path_width: usize) -> String {
 }
 
 /// `dog  0.93`, or `not sure (cat 0.58)` below the threshold, or `not sure (dog 0.97; unlike
-/// the photos it learned from)` for an unusual photo: what `predict` says of a photo.
+/// the photos it learned from)` for an unusual photo, or `not a cat or a dog: looks like a
+/// sports car` where ImageNet's classifier sees neither: what `predict` says of a photo.
 pub fn answer_words(prediction: &Prediction) -> String {
     let (label, probability) = (&prediction.label, prediction.probability);
+    if let Some(neither) = &prediction.neither {
+        return neither_words(&neither.looks_like);
+    }
     match (prediction.sure, prediction.unusual) {
         (true, _) => format!("{label}  {probability:.2}"),
         (false, false) => format!("not sure ({label} {probability:.2})"),
@@ -26,8 +30,21 @@ pub fn answer_words(prediction: &Prediction) -> String {
     }
 }
 
-/// `{"path": …, "answer": "dog" or "not sure", "label": …, "probability": …, "sure": …,
-/// "unusual": …, "probabilities": {"cat": …, "dog": …}, "model": …}`, the model as
+/// `not a cat or a dog: looks like a sports car`.
+pub fn neither_words(looks_like: &str) -> String {
+    let article = match looks_like.chars().next() {
+        Some(c) if "aeiouAEIOU".contains(c) => "an",
+        _ => "a",
+    };
+    format!("{NEITHER}: looks like {article} {looks_like}")
+}
+
+/// What `predict` answers for a photo that is neither a cat nor a dog.
+pub const NEITHER: &str = "not a cat or a dog";
+
+/// `{"path": …, "answer": "dog", "not sure" or "not a cat or a dog", "label": …,
+/// "probability": …, "sure": …, "unusual": …, "looks_like": "sports car" or null,
+/// "cat_or_dog": ImageNet's probability of any cat or dog, or null, "probabilities": {"cat": …, "dog": …}, "model": …}`, the model as
 /// [`super::model_name`] gives it; `label` is the most probable class, sure or not.
 pub fn prediction_json(prediction: &Prediction, model: &ModelChoice) -> Value {
     let probabilities: serde_json::Map<String, Value> = prediction
@@ -37,11 +54,17 @@ pub fn prediction_json(prediction: &Prediction, model: &ModelChoice) -> Value {
         .collect();
     json!({
         "path": lossy(&prediction.path),
-        "answer": if prediction.sure { prediction.label.as_str() } else { "not sure" },
+        "answer": match (&prediction.neither, prediction.sure) {
+            (Some(_), _) => NEITHER,
+            (None, true) => prediction.label.as_str(),
+            (None, false) => "not sure",
+        },
         "label": prediction.label,
         "probability": prediction.probability,
         "sure": prediction.sure,
         "unusual": prediction.unusual,
+        "looks_like": prediction.neither.as_ref().map(|n| n.looks_like.as_str()),
+        "cat_or_dog": prediction.cat_or_dog,
         "probabilities": probabilities,
         "model": super::model_name(model),
     })

@@ -227,3 +227,63 @@ fn a_picture_unlike_the_training_photos_is_not_sure() {
         stderr(&output)
     );
 }
+
+/// A cat-and-dog EfficientNet-Lite0 started from ImageNet's weights keeps ImageNet's eye: of a
+/// picture that is neither a cat nor a dog it says what it looks like instead (in words and in
+/// JSON, never a sure class), a real cat is still a class, and `eval` counts the pets it
+/// called neither. One short step of training at 224 px, which leaves ImageNet's features as
+/// they were.
+#[test]
+fn a_picture_of_neither_a_cat_nor_a_dog_is_named_for_what_it_looks_like() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let model = dir.path().join("model");
+    synth(&data, 6, 224);
+    train_one_epoch(&data, &model, 224)
+        .batch_size(6)
+        .args(["--network", "efficientnet-lite0", "--lr", "0.0001"])
+        .succeeds();
+    let black = dir.path().join("black.png");
+    black_picture(&black);
+    let cat = root().join("examples/cat.jpg");
+    let predict = |json: bool| {
+        catdog()
+            .predict()
+            .model(&model)
+            .flex()
+            .args(json.then_some("--json"))
+            .arg(&black)
+            .arg(&cat)
+            .succeeds()
+    };
+    let text = stdout(&predict(false));
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines[0].contains("not a cat or a dog: looks like a"),
+        "{text}"
+    );
+    assert!(!lines[1].contains("not a cat or a dog"), "{text}");
+    let answers: Vec<Value> = stdout(&predict(true))
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(answers[0]["answer"], "not a cat or a dog", "{}", answers[0]);
+    assert_eq!(answers[0]["sure"], false);
+    let looks_like = answers[0]["looks_like"].as_str().unwrap();
+    assert!(lines[0].ends_with(looks_like), "{text}");
+    assert_eq!(answers[1]["looks_like"], Value::Null, "{}", answers[1]);
+    assert_ne!(answers[1]["answer"], "not a cat or a dog");
+
+    // Generated faces are no real pets: eval counts those it called neither.
+    let output = eval(&model, &data).succeeds();
+    let text = stdout(&output);
+    let line = text
+        .lines()
+        .find(|line| line.starts_with("called neither a cat nor a dog: "))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(line.ends_with("% of them"), "{line}");
+    assert!(
+        text.contains("\"not sure\" (below 0.80 or neither a cat nor a dog)"),
+        "{text}"
+    );
+}
