@@ -16,7 +16,7 @@ use burn::tensor::{Device, Tensor};
 
 use crate::data::{Normalization, images_on};
 use crate::device::{Batch, explain_panic};
-use crate::model::{ImagenetHead, ImagenetView, Network};
+use crate::model::{ImagenetNetwork, ImagenetView, Network};
 
 pub use calibration::{BINS, Bin, NOT_SURE_BELOW, Reliability, fit_temperature, scale};
 pub use predict::{Answer, CAT_OR_DOG_AT_LEAST, Neither, Prediction, Predictor};
@@ -27,6 +27,9 @@ pub(crate) use contact_sheet::{
 pub(crate) use evaluation::{
     Evaluation, Mistake, Photos, SURE, evaluate_folder, fit_typical_on, held_out_photos,
 };
+
+#[cfg(test)]
+pub(crate) use evaluation::NotSure;
 
 /// Photos sent to the device at once by `predict` and `eval`.
 const BATCH: usize = 64;
@@ -53,7 +56,7 @@ impl Readout {
 }
 
 /// What a pass over some images read out: log-probability rows, each image's look where
-/// [`Readout::looks`] asked for them and the network has them, and what ImageNet's classifier
+/// [`Readout::looks`] asked for them and the network has them, and what ImageNet's network
 /// makes of each where the runner has it ([`Runner::with_imagenet`]).
 #[derive(Default)]
 pub(crate) struct Readings {
@@ -86,8 +89,8 @@ pub struct Runner<'a> {
     device: &'a Device,
     readout: Readout,
     batch: Batch,
-    /// ImageNet's classifier, for a network that reads features it knows.
-    imagenet: Option<&'a ImagenetHead>,
+    /// ImageNet's own network, to say what each image looks like too.
+    imagenet: Option<&'a ImagenetNetwork>,
 }
 
 impl<'a> Runner<'a> {
@@ -115,9 +118,9 @@ impl<'a> Runner<'a> {
         Runner { readout, ..self }
     }
 
-    /// The same runner, telling what ImageNet's classifier makes of each image too (from the
-    /// unflipped pass), where the network is one whose features it reads.
-    pub fn with_imagenet(self, imagenet: Option<&'a ImagenetHead>) -> Runner<'a> {
+    /// The same runner, telling what ImageNet's own network makes of each image too (of the
+    /// image as it is, not its mirror).
+    pub fn with_imagenet(self, imagenet: Option<&'a ImagenetNetwork>) -> Runner<'a> {
         Runner { imagenet, ..self }
     }
 
@@ -165,16 +168,12 @@ impl<'a> Runner<'a> {
                 .collect()
         };
         let mirror = self.readout.flip.then(|| input.clone().flip([3]));
-        let (logits, looks, views) = match (self.imagenet, self.readout.looks) {
-            (Some(head), _) => {
-                let (logits, features) = self.model.forward_with_features(input);
-                (logits, None, features.map(|f| head.views(f)))
-            }
-            (None, true) => {
-                let (logits, look) = self.model.forward_with_look(input);
-                (logits, look.map(float_rows), None)
-            }
-            (None, false) => (self.model.forward(input), None, None),
+        let views = self.imagenet.map(|imagenet| imagenet.views(input.clone()));
+        let (logits, looks) = if self.readout.looks {
+            let (logits, look) = self.model.forward_with_look(input);
+            (logits, look.map(float_rows))
+        } else {
+            (self.model.forward(input), None)
         };
         let plain = scaled(log_softmax_rows(logits));
         let Some(mirror) = mirror else {

@@ -31,7 +31,7 @@ const STAGES: [(usize, usize, usize, usize, usize, usize); 7] = [
 ];
 /// Channels out of the stem, and of the head.
 const STEM: usize = 32;
-pub(super) const HEAD: usize = 1280;
+const HEAD: usize = 1280;
 
 /// A bias-free convolution padded as TensorFlow's "same", over `groups` groups of channels.
 fn conv(
@@ -197,15 +197,6 @@ impl EfficientNetLite0 {
     pub fn forward(&self, images: Tensor<4>) -> Tensor<2> {
         let features = self.features(images);
         self.fc.forward(self.dropout.forward(features))
-    }
-
-    /// Logits, and the pooled features they were read from.
-    pub fn forward_with_features(&self, images: Tensor<4>) -> (Tensor<2>, Tensor<2>) {
-        let features = self.features(images);
-        (
-            self.fc.forward(self.dropout.forward(features.clone())),
-            features,
-        )
     }
 
     /// Every batch norm folded into the convolution before it, for prediction.

@@ -26,7 +26,7 @@ pub use efficientnet::EfficientNetLite0;
 pub use network::{Network, NetworkKind};
 pub use norm_pool_relu::norm_pool_relu;
 pub use pretrained::{
-    IMAGENET_CATS, IMAGENET_DOGS, IMAGENET_NORMALIZATION, ImagenetHead, ImagenetView,
+    IMAGENET_CATS, IMAGENET_DOGS, IMAGENET_NORMALIZATION, ImagenetNetwork, ImagenetView,
     has_imagenet_weights, imagenet_classes, with_imagenet_weights,
 };
 pub use resnet::ResNet18;

@@ -180,18 +180,6 @@ impl Network {
         }
     }
 
-    /// Logits, and for EfficientNet-Lite0 the pooled features they were read from (what
-    /// ImageNet's classifier reads, [`super::ImagenetHead`]), from the same pass.
-    pub fn forward_with_features(&self, images: Tensor<4>) -> (Tensor<2>, Option<Tensor<2>>) {
-        match self {
-            Network::EfficientNetLite0(net) => {
-                let (logits, features) = net.forward_with_features(images);
-                (logits, Some(features))
-            }
-            _ => (self.forward(images), None),
-        }
-    }
-
     /// The layer that turns features into the classes' logits, for networks that may start
     /// from ImageNet's weights with a classifier of their own.
     pub fn classifier(&self) -> Option<&burn::nn::Linear> {

@@ -6,8 +6,6 @@
 use std::ops::RangeInclusive;
 
 use anyhow::{Result, anyhow, ensure};
-use burn::module::Module;
-use burn::nn::{Linear, LinearConfig};
 use burn::store::ModuleSnapshot;
 use burn::tensor::{Device, Tensor};
 
@@ -53,40 +51,27 @@ pub struct ImagenetView {
     pub other_probability: f32,
 }
 
-/// ImageNet's 1,000-class classifier, as the ImageNet weights have it: it reads the pooled
-/// features of an EfficientNet-Lite0 started from those weights, so that a model fine-tuned
-/// for cats and dogs can still say what else a photo looks like.
-#[derive(Module, Debug)]
-pub struct ImagenetHead {
-    fc: Linear,
+/// ImageNet's own EfficientNet-Lite0, as its weights have it: it looks at the photos a
+/// cat-and-dog model answers for, so that catdog can say what a photo of neither looks like.
+/// (A fine-tuned model's features drift too far for ImageNet's classifier to read them: on
+/// 17,998 photos it called 39 % of Kaggle's pets neither.)
+pub struct ImagenetNetwork {
+    network: Network,
 }
 
-impl ImagenetHead {
-    /// The compiled-in classifier on `device`.
-    pub fn load(device: &Device) -> Result<ImagenetHead> {
-        let mut head = ImagenetHead {
-            fc: LinearConfig::new(super::efficientnet::HEAD, 1000).init(device),
-        };
-        let mut store = reading_store(
-            NetworkKind::EfficientNetLite0,
-            IMAGENET_WEIGHTS.to_vec(),
-            device,
-        )
-        .allow_partial(true)
-        .with_regex(r"^fc\.");
-        let applied = head
-            .load_from(&mut store)
-            .map_err(|err| anyhow!("catdog's ImageNet classifier does not load: {err}"))?;
-        ensure!(
-            applied.errors.is_empty() && applied.missing.is_empty(),
-            "catdog's ImageNet classifier does not fit: {applied}"
-        );
-        Ok(head)
+impl ImagenetNetwork {
+    /// The compiled-in network on `device`, its batch norms folded for prediction.
+    pub fn load(device: &Device) -> Result<ImagenetNetwork> {
+        let network = Network::new(NetworkKind::EfficientNetLite0, 1000, 0.0, device);
+        Ok(ImagenetNetwork {
+            network: with_imagenet_weights(network, false, device)?.folded(),
+        })
     }
 
-    /// What ImageNet's classifier makes of each row of pooled `features` (`[batch, 1280]`).
-    pub fn views(&self, features: Tensor<2>) -> Vec<ImagenetView> {
-        let logits = self.fc.forward(features).into_data();
+    /// What it makes of each of `images` (`[batch, 3, size, size]`, scaled as
+    /// [`IMAGENET_NORMALIZATION`] says).
+    pub fn views(&self, images: Tensor<4>) -> Vec<ImagenetView> {
+        let logits = self.network.forward(images).into_data();
         let values: Vec<f64> = logits.iter::<f32>().map(f64::from).collect();
         values.chunks(1000).map(view_of).collect()
     }
@@ -182,41 +167,25 @@ mod tests {
         }
     }
 
-    /// ImageNet's classifier on its own reads the pooled features as the whole network does:
-    /// the built-in sample cat and dog are mostly cat or dog to it, a black picture is not,
-    /// and what it looks like instead is named.
+    /// ImageNet's network sees the built-in sample cat and dog as mostly cat or dog, and a
+    /// black picture as neither, naming what it looks like instead.
     #[test]
-    fn imagenets_classifier_tells_a_pet_from_a_black_picture() {
+    fn imagenets_network_tells_a_pet_from_a_black_picture() {
         let device = Device::flex();
-        let network = Network::new(NetworkKind::EfficientNetLite0, 1000, 0.0, &device);
-        let Network::EfficientNetLite0(network) = with_imagenet_weights(network, false, &device)
-            .unwrap()
-            .folded()
-        else {
-            unreachable!()
-        };
-        let head = ImagenetHead::load(&device).unwrap();
-        let black = vec![0u8; 224 * 224 * 3];
+        let imagenet = ImagenetNetwork::load(&device).unwrap();
         let mut pictures: Vec<Vec<u8>> = SAMPLE_PHOTOS
             .into_iter()
             .map(|(name, photo)| decode_photo_bytes(photo, 224, name).unwrap())
             .collect();
-        pictures.push(black);
+        pictures.push(vec![0u8; 224 * 224 * 3]);
         let input = IMAGENET_NORMALIZATION.to_chw(pictures.iter().map(Vec::as_slice), 224);
-        let (logits, features) = network.forward_with_features(images_on(input, &device));
-        let views = head.views(features);
-        // The same logits as the whole network's.
-        let whole: Vec<f32> = logits.into_data().iter::<f32>().collect();
-        for (row, view) in whole.chunks(1000).zip(&views) {
-            let row: Vec<f64> = row.iter().map(|&v| f64::from(v)).collect();
-            assert_eq!(view_of(&row), *view);
-        }
+        let views = imagenet.views(images_on(input, &device));
         let (cat, dog, black) = (views[0], views[1], views[2]);
         assert!(
             cat.cat_or_dog > 0.9 && dog.cat_or_dog > 0.9,
             "{cat:?} {dog:?}"
         );
-        assert!(black.cat_or_dog < 0.2, "{black:?}");
+        assert!(black.cat_or_dog < 0.1, "{black:?}");
         let named = imagenet_classes()[black.other];
         assert!(
             !IMAGENET_DOGS.contains(&black.other) && !IMAGENET_CATS.contains(&black.other),

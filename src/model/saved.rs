@@ -812,9 +812,18 @@ mod tests {
         let text = fs::read_to_string(info_path(dir)).unwrap();
         assert!(text.contains("\"schedule\": \"onecycle\""), "{text}");
 
+        // A model saved before catdog recorded them: the wide SmallCnn built in until
+        // 2026-12-05. The built-in model records its own.
+        let older: ModelInfo =
+            serde_json::from_str(include_str!("../../models/builtin-wide-20k/catdog.json"))
+                .unwrap();
+        assert_eq!(older.settings, None);
+        assert_eq!(older.trained_on.unwrap().seed, 42);
         let (_, builtin) = super::super::builtin::load(&device).unwrap();
-        assert_eq!(builtin.settings, None);
-        assert_eq!(builtin.trained_on.unwrap().seed, 42);
+        assert_eq!(
+            builtin.settings.unwrap().data,
+            Some("dogs-vs-cats-20k".into())
+        );
     }
 
     /// Saving into a folder shared with other files removes only the weights catdog.json

@@ -267,7 +267,8 @@ fn eval_held_out_refuses_photos_the_model_may_have_learned_from() {
 }
 
 /// The model compiled into catdog knows real photos: the 2,002 Kaggle originals it never
-/// trained on (models/README.md: 95.4 %; the previous built-in model, 94.5 %, failed this).
+/// trained on (models/README.md: 99.4 % without the mirror image; the wide SmallCnn before it,
+/// 95.4 %, fails this), and calls few of them neither a cat nor a dog (0.9 %).
 #[test]
 fn the_builtin_model_tells_real_cats_from_dogs() {
     let Some(photos) = real_photos_or_skip("the_builtin_model_tells_real_cats_from_dogs") else {
@@ -278,6 +279,7 @@ fn the_builtin_model_tells_real_cats_from_dogs() {
         .model("builtin")
         .flex()
         .data(&photos)
+        .args(["--no-flip"])
         .json()
         .succeeds();
     let report: Value = serde_json::from_str(stdout(&output).trim()).unwrap();
@@ -289,8 +291,14 @@ fn the_builtin_model_tells_real_cats_from_dogs() {
     assert!(report["photos"].as_u64().unwrap() > 2000, "{report}");
     let accuracy = report["accuracy"].as_f64().unwrap();
     assert!(
-        accuracy > 0.95,
+        accuracy > 0.985,
         "built-in model: {accuracy} on {}",
         photos.display()
+    );
+    let neither = report["neither"]["photos"].as_u64().unwrap();
+    assert!(
+        neither < 40,
+        "{neither} of {} called neither",
+        report["photos"]
     );
 }

@@ -39,7 +39,7 @@ fn the_api_describes_the_model_and_the_machine() {
     let served = Served::start(cache.path());
     let model = served.get_json("/api/model");
     assert_eq!(model["name"], "builtin");
-    assert_eq!(model["network"], "wide SmallCnn");
+    assert_eq!(model["network"], "EfficientNet-Lite0");
     assert_eq!(model["classes"], serde_json::json!(["cat", "dog"]));
     assert_eq!(model["curves"], true);
     let (status, _, curves) = served.get("/api/model/curves.svg");
