@@ -10,7 +10,7 @@ pub fn evaluation_text(evaluation: &Evaluation) -> String {
     let mut out = format!(
         "accuracy {:.1} % on {} photos",
         evaluation.accuracy * 100.0,
-        evaluation.photos
+        format_count(evaluation.photos as u64)
     );
     if let Photos::HeldOut { val_split, seed } = evaluation.subset {
         out.push_str(&format!(
@@ -140,5 +140,40 @@ pub fn reliability_diagram(evaluation: &Evaluation) -> ReliabilityDiagram {
             })
             .collect(),
         lowest: 1.0 / evaluation.classes.len().max(1) as f64,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::inference::{NotSure, Photos, Reliability};
+
+    /// Counts read as people write them: 2,002 photos, not 2002.
+    #[test]
+    fn the_accuracy_line_groups_thousands() {
+        let evaluation = Evaluation {
+            subset: Photos::All,
+            flip: true,
+            photos: 2002,
+            accuracy: 0.99,
+            classes: vec!["cat".into(), "dog".into()],
+            confusion_matrix: vec![vec![1000, 1], vec![19, 982]],
+            per_class: Vec::new(),
+            most_confidently_wrong: Vec::new(),
+            temperature: None,
+            reliability: Reliability::of(&[(0.9, true)]),
+            wrong_and_sure: 0,
+            not_sure: NotSure::of(&[], 0.8),
+            unusual: None,
+            neither: None,
+            infer_images_per_sec: 30.0,
+            skipped: Vec::new(),
+            skipped_photos: 0,
+        };
+        let text = evaluation_text(&evaluation);
+        assert!(
+            text.starts_with("accuracy 99.0 % on 2,002 photos"),
+            "{text}"
+        );
     }
 }

@@ -18,7 +18,7 @@ pub fn train_summary(report: &TrainReport) -> String {
             format!(
                 "; validation accuracy {:.1} % on {} photos",
                 a * 100.0,
-                report.val_images
+                format_count(report.val_images as u64)
             )
         })
         .unwrap_or_default();
@@ -88,7 +88,7 @@ pub fn train_summary(report: &TrainReport) -> String {
          {waiting}\n\
          {which}{accuracy}.{calibration}\n\
          Model saved in {}; try: catdog predict --model {} PHOTO",
-        report.train_images,
+        format_count(report.train_images as u64),
         report.classes.join(" and "),
         report.data,
         count(epochs, "epoch", "epochs"),
