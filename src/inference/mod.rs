@@ -57,7 +57,7 @@ impl Readout {
 
 /// What a pass over some images read out: log-probability rows, each image's look where
 /// [`Readout::looks`] asked for them and the network has them, and what ImageNet's network
-/// makes of each where the runner has it ([`Runner::with_imagenet`]).
+/// makes of each (of the image as it is, not its mirror) where the runner has it.
 #[derive(Default)]
 pub(crate) struct Readings {
     pub rows: Vec<Vec<f64>>,
@@ -116,12 +116,6 @@ impl<'a> Runner<'a> {
     /// The same runner, reading the logits out as `readout` says.
     pub fn with_readout(self, readout: Readout) -> Runner<'a> {
         Runner { readout, ..self }
-    }
-
-    /// The same runner, telling what ImageNet's own network makes of each image too (of the
-    /// image as it is, not its mirror).
-    pub fn with_imagenet(self, imagenet: Option<&'a ImagenetNetwork>) -> Runner<'a> {
-        Runner { imagenet, ..self }
     }
 
     /// Natural logarithms of the class probabilities of `images`, one row per image, and

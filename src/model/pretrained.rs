@@ -4,6 +4,7 @@
 //! classifier, which is new for the run's own classes.
 
 use std::ops::RangeInclusive;
+use std::sync::LazyLock;
 
 use anyhow::{Result, anyhow, ensure};
 use burn::store::ModuleSnapshot;
@@ -32,8 +33,10 @@ pub fn has_imagenet_weights(kind: NetworkKind) -> bool {
 }
 
 /// ImageNet's 1,000 class names, in the order of its classifier's logits.
-pub fn imagenet_classes() -> Vec<&'static str> {
-    IMAGENET_CLASSES.lines().collect()
+pub fn imagenet_classes() -> &'static [&'static str] {
+    static CLASSES: LazyLock<Vec<&'static str>> =
+        LazyLock::new(|| IMAGENET_CLASSES.lines().collect());
+    &CLASSES
 }
 
 /// ImageNet's classes that are dogs (its 118 breeds) and domestic cats (tabby, tiger cat,
