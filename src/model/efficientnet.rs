@@ -17,6 +17,7 @@ use burn::nn::{
 };
 use burn::tensor::{Device, Tensor};
 
+use super::relu6::relu6;
 use super::rewrite::{self, conv_norm, fold};
 
 /// The blocks' stages: repeats, kernel, stride of the first, expansion, channels in and out.
@@ -58,11 +59,6 @@ fn norm(channels: usize, device: &Device) -> Option<BatchNorm> {
             .with_momentum(0.01)
             .init(device),
     )
-}
-
-/// ReLU capped at 6.
-fn relu6(x: Tensor<4>) -> Tensor<4> {
-    x.clamp(0.0, 6.0)
 }
 
 /// A mobile inverted bottleneck: widen with a 1×1 convolution (absent where the expansion

@@ -8,6 +8,7 @@ mod fused;
 mod network;
 mod norm_pool_relu;
 mod pretrained;
+mod relu6;
 mod resnet;
 mod rewrite;
 mod saved;

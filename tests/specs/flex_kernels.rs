@@ -120,8 +120,8 @@ fn flex_refuses_a_kernel_larger_than_the_padded_input() {
     );
 }
 
-/// The model's 3×3 layers, and strides, uneven padding, dilation and groups; more images
-/// than threads (each thread's patch buffer then serves several) and no bias.
+/// The model's 3×3 layers, and strides, uneven padding, dilation, groups and depthwise
+/// convolutions; more images than threads (each thread's patch buffer then serves several) and no bias.
 #[test]
 fn flex_convolution_and_its_gradients_match_ndarray() {
     use burn::tensor::module::conv2d;
@@ -170,9 +170,48 @@ fn flex_convolution_and_its_gradients_match_ndarray() {
         // Wide enough (24 tiles a row) that a block holds 3 of an image's 7 tile rows, both
         // by the 2 MB rule and by the 64 tiles a block takes at least: blocks of 3, 3 and 1.
         ([2, 128, 26, 95], [128, 128, 3, 3], same.clone()),
+        // Depthwise (one group per channel, vendor/burn-flex/src/ops/patch/depthwise.rs):
+        // EfficientNet's 3×3 and 5×5, stride 1 and stride 2 padded as TensorFlow's "same"
+        // (the extra pixel right and bottom); a dilated one with uneven strides and padding
+        // on one image; and one without bias.
+        (
+            [3, 6, 9, 8],
+            [6, 1, 3, 3],
+            ConvOptions::new([1, 1], [1, 1], [1, 1], 6),
+        ),
+        (
+            [2, 5, 11, 10],
+            [5, 1, 5, 5],
+            ConvOptions {
+                stride: [2, 2],
+                padding: [(1, 2), (1, 2)],
+                dilation: [1, 1],
+                groups: 5,
+            },
+        ),
+        (
+            [1, 4, 7, 9],
+            [4, 1, 3, 3],
+            ConvOptions {
+                stride: [2, 3],
+                padding: [(0, 1), (2, 0)],
+                dilation: [2, 1],
+                groups: 4,
+            },
+        ),
+        (
+            [3, 3, 8, 8],
+            [3, 1, 3, 3],
+            ConvOptions {
+                stride: [2, 2],
+                padding: [(0, 1), (0, 1)],
+                dilation: [1, 1],
+                groups: 3,
+            },
+        ),
     ];
     for (i, (x_shape, w_shape, options)) in cases.into_iter().enumerate() {
-        let with_bias = i != 4 && i != 8;
+        let with_bias = ![4, 8, 15].contains(&i);
         let seed = 3 * i as u64;
         let (x, w, bias) = (
             random_data(x_shape, seed),

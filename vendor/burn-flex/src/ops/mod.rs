@@ -100,6 +100,8 @@ pub mod conv;
 #[cfg(feature = "rayon")]
 mod patch;
 #[cfg(feature = "rayon")]
+pub use patch::clamp::{clamp_backward_f32, clamp_f32};
+#[cfg(feature = "rayon")]
 pub use patch::conv::conv2d_max_pool2x2_relu;
 #[cfg(feature = "rayon")]
 pub use patch::norm_pool::{

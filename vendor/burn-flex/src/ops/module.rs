@@ -69,7 +69,11 @@ impl ModuleOps<Flex> for Flex {
         options: ConvOptions<2>,
     ) -> FloatTensor<Flex> {
         #[cfg(feature = "rayon")]
-        if x.dtype() == DType::F32 && options.groups == 1 {
+        if x.dtype() == DType::F32
+            && x.layout().shape().num_dims() == 4
+            && weight.layout().shape().num_dims() == 4
+            && patch::conv::handles(x.layout().shape(), weight.layout().shape(), &options)
+        {
             return patch::conv::conv2d_f32(x, weight, bias, &options);
         }
         let (x, options) = pad_asymmetric_conv_input::<Flex, 2>(x, options);

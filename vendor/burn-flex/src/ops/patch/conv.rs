@@ -22,27 +22,28 @@ use rayon::prelude::*;
 
 use super::gemm::{Matrix, gemm, gemm_strided};
 use super::pool::{max_relu, pool_rows};
+use super::depthwise;
 use super::winograd::{self, Dims, Output};
 use super::{Element, assume_written, lane_sums, narrow, widen};
 use crate::{FlexTensor, Layout};
 
 /// Shapes and options of one 2D convolution.
 #[derive(Clone, Copy, Debug)]
-struct Geometry {
-    batch: usize,
-    c_in: usize,
-    h_in: usize,
-    w_in: usize,
-    c_out: usize,
-    k_h: usize,
-    k_w: usize,
-    groups: usize,
-    stride: [usize; 2],
+pub(super) struct Geometry {
+    pub(super) batch: usize,
+    pub(super) c_in: usize,
+    pub(super) h_in: usize,
+    pub(super) w_in: usize,
+    pub(super) c_out: usize,
+    pub(super) k_h: usize,
+    pub(super) k_w: usize,
+    pub(super) groups: usize,
+    pub(super) stride: [usize; 2],
     /// Padding before the first row and column (the end padding only shapes the output).
-    pad: [usize; 2],
-    dilation: [usize; 2],
-    h_out: usize,
-    w_out: usize,
+    pub(super) pad: [usize; 2],
+    pub(super) dilation: [usize; 2],
+    pub(super) h_out: usize,
+    pub(super) w_out: usize,
 }
 
 impl Geometry {
@@ -87,7 +88,7 @@ impl Geometry {
     fn image_len(&self) -> usize {
         self.c_in * self.h_in * self.w_in
     }
-    fn out_plane(&self) -> usize {
+    pub(super) fn out_plane(&self) -> usize {
         self.h_out * self.w_out
     }
     fn out_image_len(&self) -> usize {
@@ -103,7 +104,7 @@ impl Geometry {
 
     /// For kernel offset `k` along `axis`: the output positions whose input position
     /// `o·stride + k·dilation − pad` lies inside the image.
-    fn valid_range(&self, axis: usize, k: usize) -> (usize, usize) {
+    pub(super) fn valid_range(&self, axis: usize, k: usize) -> (usize, usize) {
         let (len_in, len_out) = [(self.h_in, self.h_out), (self.w_in, self.w_out)][axis];
         let (s, p) = (self.stride[axis], self.pad[axis]);
         let offset = k * self.dilation[axis];
@@ -223,6 +224,9 @@ fn forward<T: Element>(
     bias: Option<&[T]>,
     output: Output,
 ) -> Vec<T> {
+    if output == Output::Plain && depthwise::applies(g) {
+        return depthwise::forward(g, x, weight, bias);
+    }
     if let Some(d) = g.winograd(g.c_in) {
         let u = winograd::transform_weights(d.c_out, d.c_in, |k, c| {
             core::array::from_fn(|i| weight[(k * d.c_in + c) * 9 + i])
@@ -293,6 +297,9 @@ fn forward<T: Element>(
 }
 
 fn input_grad<T: Element>(g: &Geometry, weight: &[T], dy: &[T]) -> Vec<T> {
+    if depthwise::applies(g) {
+        return depthwise::input_grad(g, weight, dy);
+    }
     // The input gradient of a 3×3, padding-1 convolution is the convolution of `dy` by the
     // kernels turned half a turn, input and output channels swapped.
     if let Some(d) = g.winograd(g.c_out) {
@@ -331,6 +338,9 @@ fn input_grad<T: Element>(g: &Geometry, weight: &[T], dy: &[T]) -> Vec<T> {
 }
 
 fn weight_grad<T: Element>(g: &Geometry, x: &[T], dy: &[T]) -> Vec<T> {
+    if depthwise::applies(g) {
+        return depthwise::weight_grad(g, x, dy);
+    }
     if let Some(d) = g.winograd(g.c_in) {
         return winograd::weight_grad3x3(&d, x, dy);
     }
@@ -412,6 +422,13 @@ fn run_float(
         DType::F64 => narrow(kernel_f64(a.storage(), b.storage()), out_shape, dtype),
         _ => narrow(kernel_f32(a.storage(), b.storage()), out_shape, dtype),
     }
+}
+
+/// Whether [`conv2d_f32`] computes this convolution itself: one group, or depthwise (one
+/// group per channel); upstream's kernels take the others.
+pub fn handles(x: &Shape, weight: &Shape, options: &ConvOptions<2>) -> bool {
+    let depthwise = options.groups == x[1] && weight[0] == x[1] && weight[1] == 1;
+    options.groups == 1 || depthwise
 }
 
 /// Forward convolution of `x` by `weight`, plus `bias`, all f32.

@@ -3,7 +3,9 @@
 //! generic tensor operations.
 
 pub(crate) mod batch_norm;
+pub(crate) mod clamp;
 pub(crate) mod conv;
+mod depthwise;
 mod gemm;
 pub(crate) mod norm_pool;
 pub(crate) mod pool;

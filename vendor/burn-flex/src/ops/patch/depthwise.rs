@@ -1,0 +1,277 @@
+//! Depthwise 2D convolution (one group per channel and one kernel per group: the k×k filters
+//! of EfficientNet and MobileNet) and both of its gradients, as direct loops over each
+//! channel's plane, planes spread over the rayon threads.
+//!
+//! Upstream burn-flex 0.22.1 runs the forward pass as its 3D depthwise kernel, which writes
+//! every output value once per kernel tap and, for a stride-2 "same" convolution, first copies
+//! the input into a padded tensor; the gradients went through [`super::conv`]'s im2col and one
+//! small matrix product per channel per image (at EfficientNet-Lite0's 1,152 channels of 7×7,
+//! a 49 × 25 × 1 product each). Here every row of the input is first laid out padded and split
+//! into its `stride` phases (`padded[j]` at `phase[j % stride][j / stride]`), so that each
+//! kernel tap reads a contiguous run: `y[oy, ox] += w[ky, kx] · padded[oy·s + ky·d, ox·s + kx·d]`
+//! is one vector multiply-add over the output row, whatever the stride, padding and dilation.
+//! - forward: each output row starts as the bias and takes its `k_h · k_w` runs while in cache;
+//! - input gradient: the same runs added into a padded, phased accumulator, then cropped;
+//! - weight gradient: per channel, a dot product of each output-gradient row with each run,
+//!   summed over the images.
+
+use alloc::vec;
+use alloc::vec::Vec;
+
+use rayon::prelude::*;
+
+use super::conv::Geometry;
+use super::{Element, assume_written};
+
+/// Output planes a task takes at least: the 7×7 planes of a network's last stages are 49
+/// values, too little work to hand to a thread one at a time.
+const MIN_TASK_VALUES: usize = 4096;
+
+/// How one channel's plane is laid out padded and split into phases.
+#[derive(Clone, Copy)]
+struct Phased {
+    stride: usize,
+    dilation: usize,
+    pad: usize,
+    w_in: usize,
+    /// Values of each phase of a row.
+    phase_len: usize,
+}
+
+impl Phased {
+    fn new(g: &Geometry) -> Phased {
+        let (stride, dilation) = (g.stride[1], g.dilation[1]);
+        // The padded row reaches as far as the last output's last tap.
+        let reach = (g.w_out.max(1) - 1) * stride + (g.k_w - 1) * dilation + 1;
+        Phased {
+            stride,
+            dilation,
+            pad: g.pad[1],
+            w_in: g.w_in,
+            phase_len: reach.div_ceil(stride),
+        }
+    }
+
+    /// Values of one phased row.
+    fn row_len(&self) -> usize {
+        self.stride * self.phase_len
+    }
+
+    /// Where kernel column `kx`'s run starts in a phased row; `w_out` values follow.
+    fn run_start(&self, kx: usize) -> usize {
+        let offset = kx * self.dilation;
+        (offset % self.stride) * self.phase_len + offset / self.stride
+    }
+
+    /// Where each kernel column's run starts.
+    fn run_starts(&self, k_w: usize) -> Vec<usize> {
+        (0..k_w).map(|kx| self.run_start(kx)).collect()
+    }
+
+    /// For each value of a phased row, in order, the input column it stands for (`None` in
+    /// the padding): phase `r`'s `i`-th value is padded column `r + stride · i`.
+    fn columns(&self) -> impl Iterator<Item = Option<usize>> + '_ {
+        (0..self.stride).flat_map(move |r| {
+            (0..self.phase_len).map(move |i| {
+                (r + self.stride * i)
+                    .checked_sub(self.pad)
+                    .filter(|&ix| ix < self.w_in)
+            })
+        })
+    }
+
+    /// `row` padded with zeros and split into phases, into `out`.
+    fn lay_out<T: Element>(&self, row: &[T], out: &mut [T]) {
+        if self.stride == 1 {
+            let (before, rest) = out.split_at_mut(self.pad.min(out.len()));
+            let (inside, after) = rest.split_at_mut(self.w_in.min(rest.len()));
+            before.fill(T::zero());
+            inside.copy_from_slice(&row[..inside.len()]);
+            after.fill(T::zero());
+            return;
+        }
+        for (value, column) in out.iter_mut().zip(self.columns()) {
+            *value = column.map_or(T::zero(), |ix| row[ix]);
+        }
+    }
+
+    /// The input row that the phased row `acc` stands for, into `row`.
+    fn crop_into<T: Element>(&self, acc: &[T], row: &mut [T]) {
+        if self.stride == 1 {
+            let inside = &acc[self.pad.min(acc.len())..];
+            let n = row.len().min(inside.len());
+            row[..n].copy_from_slice(&inside[..n]);
+            return;
+        }
+        for (&value, column) in acc.iter().zip(self.columns()) {
+            if let Some(ix) = column {
+                row[ix] = value;
+            }
+        }
+    }
+}
+
+/// For kernel row `ky`, the output rows whose input row `oy·s + ky·d − pad` lies inside the
+/// image, and that input row for each.
+fn rows(g: &Geometry, ky: usize) -> impl Iterator<Item = (usize, usize)> + '_ {
+    let (lo, hi) = g.valid_range(0, ky);
+    (lo..hi).map(move |oy| (oy, oy * g.stride[0] + ky * g.dilation[0] - g.pad[0]))
+}
+
+/// `out[i] += w · run[i]`.
+fn multiply_add<T: Element>(out: &mut [T], w: T, run: &[T]) {
+    for (o, &r) in out.iter_mut().zip(run) {
+        *o += w * r;
+    }
+}
+
+/// `Σ a[i] · b[i]` over the shorter of the two, in eight partial sums that become vector lanes.
+fn dot<T: Element>(a: &[T], b: &[T]) -> T {
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[..n], &b[..n]);
+    let mut lanes = [T::zero(); 8];
+    for (a, b) in a.chunks_exact(8).zip(b.chunks_exact(8)) {
+        for i in 0..8 {
+            lanes[i] += a[i] * b[i];
+        }
+    }
+    let done = n / 8 * 8;
+    let tail = a[done..]
+        .iter()
+        .zip(&b[done..])
+        .fold(T::zero(), |s, (&a, &b)| s + a * b);
+    lanes.into_iter().fold(tail, |s, v| s + v)
+}
+
+/// `x`'s plane laid out row by row by [`Phased::lay_out`] into `phased`.
+fn lay_out_plane<T: Element>(g: &Geometry, p: &Phased, plane: &[T], phased: &mut [T]) {
+    let row_len = p.row_len();
+    for (row, out) in plane
+        .chunks_exact(g.w_in.max(1))
+        .zip(phased.chunks_exact_mut(row_len.max(1)))
+    {
+        p.lay_out(row, out);
+    }
+}
+
+/// Whether the convolution is depthwise: one group per input channel, one output channel per
+/// group, more than one group (a single channel is an ordinary convolution).
+pub(super) fn applies(g: &Geometry) -> bool {
+    g.groups > 1 && g.groups == g.c_in && g.c_out == g.c_in
+}
+
+/// `y = depthwise(x, weight) + bias`.
+pub(super) fn forward<T: Element>(
+    g: &Geometry,
+    x: &[T],
+    weight: &[T],
+    bias: Option<&[T]>,
+) -> Vec<T> {
+    let (plane_in, plane_out) = (g.h_in * g.w_in, g.out_plane());
+    let len = g.batch * g.c_out * plane_out;
+    let p = Phased::new(g);
+    let taps = g.k_h * g.k_w;
+    let starts = p.run_starts(g.k_w);
+    let mut y = Vec::with_capacity(len);
+    y.spare_capacity_mut()[..len]
+        .par_chunks_mut(plane_out.max(1))
+        .with_min_len(MIN_TASK_VALUES.div_ceil(plane_out.max(1)))
+        .enumerate()
+        .for_each_init(
+            || vec![T::zero(); g.h_in * p.row_len()],
+            |phased, (i, out)| {
+                let c = i % g.c_out;
+                let start = bias.map_or(T::zero(), |bias| bias[c]);
+                out.iter_mut().for_each(|v| {
+                    v.write(start);
+                });
+                // SAFETY: every value of the plane was written just above.
+                let out = unsafe { assume_written(out) };
+                lay_out_plane(g, &p, &x[i * plane_in..][..plane_in], phased);
+                let kernel = &weight[c * taps..][..taps];
+                for ky in 0..g.k_h {
+                    for (oy, iy) in rows(g, ky) {
+                        let row = &phased[iy * p.row_len()..][..p.row_len()];
+                        let out_row = &mut out[oy * g.w_out..][..g.w_out];
+                        for kx in 0..g.k_w {
+                            let run = &row[starts[kx]..][..g.w_out];
+                            multiply_add(out_row, kernel[ky * g.k_w + kx], run);
+                        }
+                    }
+                }
+            },
+        );
+    // SAFETY: the loop wrote every plane, all `len` values.
+    unsafe { y.set_len(len) };
+    y
+}
+
+/// The input's gradient, from the output's.
+pub(super) fn input_grad<T: Element>(g: &Geometry, weight: &[T], dy: &[T]) -> Vec<T> {
+    let (plane_in, plane_out) = (g.h_in * g.w_in, g.out_plane());
+    let p = Phased::new(g);
+    let taps = g.k_h * g.k_w;
+    let starts = p.run_starts(g.k_w);
+    let mut dx = vec![T::zero(); g.batch * g.c_in * plane_in];
+    dx.par_chunks_mut(plane_in.max(1))
+        .with_min_len(MIN_TASK_VALUES.div_ceil(plane_in.max(1)))
+        .enumerate()
+        .for_each_init(
+            || vec![T::zero(); g.h_in * p.row_len()],
+            |acc, (i, dx_plane)| {
+                let c = i % g.c_in;
+                acc.fill(T::zero());
+                let dy_plane = &dy[i * plane_out..][..plane_out];
+                let kernel = &weight[c * taps..][..taps];
+                for ky in 0..g.k_h {
+                    for (oy, iy) in rows(g, ky) {
+                        let acc_row = &mut acc[iy * p.row_len()..][..p.row_len()];
+                        let dy_row = &dy_plane[oy * g.w_out..][..g.w_out];
+                        for kx in 0..g.k_w {
+                            let run = &mut acc_row[starts[kx]..][..g.w_out];
+                            multiply_add(run, kernel[ky * g.k_w + kx], dy_row);
+                        }
+                    }
+                }
+                for (row, acc_row) in dx_plane
+                    .chunks_exact_mut(g.w_in.max(1))
+                    .zip(acc.chunks_exact(p.row_len().max(1)))
+                {
+                    p.crop_into(acc_row, row);
+                }
+            },
+        );
+    dx
+}
+
+/// The kernels' gradient, from the input and the output's gradient, summed over the images.
+pub(super) fn weight_grad<T: Element>(g: &Geometry, x: &[T], dy: &[T]) -> Vec<T> {
+    let (plane_in, plane_out) = (g.h_in * g.w_in, g.out_plane());
+    let p = Phased::new(g);
+    let taps = g.k_h * g.k_w;
+    let starts = p.run_starts(g.k_w);
+    let mut dw = vec![T::zero(); g.c_out * taps];
+    dw.par_chunks_mut(taps.max(1))
+        .enumerate()
+        .for_each_init(
+            || vec![T::zero(); g.h_in * p.row_len()],
+            |phased, (c, dw_c)| {
+                for b in 0..g.batch {
+                    let i = b * g.c_in + c;
+                    lay_out_plane(g, &p, &x[i * plane_in..][..plane_in], phased);
+                    let dy_plane = &dy[i * plane_out..][..plane_out];
+                    for ky in 0..g.k_h {
+                        for (oy, iy) in rows(g, ky) {
+                            let row = &phased[iy * p.row_len()..][..p.row_len()];
+                            let dy_row = &dy_plane[oy * g.w_out..][..g.w_out];
+                            for kx in 0..g.k_w {
+                                let run = &row[starts[kx]..][..g.w_out];
+                                dw_c[ky * g.k_w + kx] += dot(dy_row, run);
+                            }
+                        }
+                    }
+                }
+            },
+        );
+    dw
+}
