@@ -11,7 +11,7 @@ use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use burn_core::tensor::{BoolStore, DType, Shape};
-use burn_pack::{Error as PackError, Tensor as PackTensor};
+use burn_pack::Tensor as PackTensor;
 use core::fmt;
 use core::ops::Deref;
 use hashbrown::HashMap;
@@ -1065,9 +1065,14 @@ where
         let dtype = safetensor_dtype_to_burn(view.dtype())?;
         let shape: Shape = view.shape().into();
 
-        // Create a lazy closure that will deserialize only this tensor when needed
+        // Where this tensor's bytes lie in `source`: found once here, while the header is
+        // parsed, so that reading a tensor is a copy of its bytes. (Upstream parsed the whole
+        // header again for every tensor, which made loading a model of n tensors take n
+        // parses of an n-entry header.)
+        let data = view.data();
+        let start = data.as_ptr() as usize - source.as_ptr() as usize;
+        let range = start..start + data.len();
         let source = source.clone();
-        let tensor_name = name.to_string();
         let tensor_shape = shape.clone();
 
         // Safetensors carries no parameter identity, so `param_id` stays empty and loading
@@ -1079,21 +1084,9 @@ where
             shape,
             None,
             move || {
-                // Re-parse when needed; this only walks the header again.
-                // A malformed or truncated container, not a disk problem: classifying it as
-                // I/O would arrive mid-write next to the writer's own file errors and send
-                // the reader looking at their disk.
-                let tensors = safetensors::SafeTensors::deserialize(&source).map_err(|e| {
-                    PackError::ValidationError(format!("Failed to deserialize safetensors: {}", e))
-                })?;
-
-                // Find our specific tensor
-                let tensor = tensors.tensor(&tensor_name).map_err(|e| {
-                    PackError::ValidationError(format!("Tensor '{}' not found: {}", tensor_name, e))
-                })?;
-
                 // Only now do we actually copy this tensor's data
-                let bytes = burn_core::tensor::Bytes::from_bytes_vec(tensor.data().to_vec());
+                let data = source[range.clone()].to_vec();
+                let bytes = burn_core::tensor::Bytes::from_bytes_vec(data);
                 bridge::tensor_data(bytes, tensor_shape.clone(), dtype)
             },
         ));

@@ -68,44 +68,45 @@ impl Phased {
         (0..k_w).map(|kx| self.run_start(kx)).collect()
     }
 
-    /// For each value of a phased row, in order, the input column it stands for (`None` in
-    /// the padding): phase `r`'s `i`-th value is padded column `r + stride · i`.
-    fn columns(&self) -> impl Iterator<Item = Option<usize>> + '_ {
-        (0..self.stride).flat_map(move |r| {
-            (0..self.phase_len).map(move |i| {
-                (r + self.stride * i)
-                    .checked_sub(self.pad)
-                    .filter(|&ix| ix < self.w_in)
-            })
-        })
+    /// For phase `r`, the positions `i` whose padded column `r + stride · i` is an input
+    /// column (`pad ≤ r + stride · i < pad + w_in`), and the input column of the first.
+    fn inside(&self, r: usize) -> (usize, usize, usize) {
+        let s = self.stride;
+        let lo = self.pad.saturating_sub(r).div_ceil(s);
+        let hi = (self.pad + self.w_in).saturating_sub(r).div_ceil(s);
+        let hi = hi.min(self.phase_len);
+        let lo = lo.min(hi);
+        (lo, hi, (r + s * lo).saturating_sub(self.pad))
     }
 
     /// `row` padded with zeros and split into phases, into `out`.
     fn lay_out<T: Element>(&self, row: &[T], out: &mut [T]) {
-        if self.stride == 1 {
-            let (before, rest) = out.split_at_mut(self.pad.min(out.len()));
-            let (inside, after) = rest.split_at_mut(self.w_in.min(rest.len()));
-            before.fill(T::zero());
-            inside.copy_from_slice(&row[..inside.len()]);
-            after.fill(T::zero());
-            return;
-        }
-        for (value, column) in out.iter_mut().zip(self.columns()) {
-            *value = column.map_or(T::zero(), |ix| row[ix]);
+        for (r, phase) in out.chunks_exact_mut(self.phase_len.max(1)).enumerate() {
+            let (lo, hi, first) = self.inside(r);
+            phase[..lo].fill(T::zero());
+            let inside = &mut phase[lo..hi];
+            if self.stride == 1 {
+                inside.copy_from_slice(&row[first..][..inside.len()]);
+            } else {
+                for (i, value) in inside.iter_mut().enumerate() {
+                    *value = row[first + self.stride * i];
+                }
+            }
+            phase[hi..].fill(T::zero());
         }
     }
 
     /// The input row that the phased row `acc` stands for, into `row`.
     fn crop_into<T: Element>(&self, acc: &[T], row: &mut [T]) {
-        if self.stride == 1 {
-            let inside = &acc[self.pad.min(acc.len())..];
-            let n = row.len().min(inside.len());
-            row[..n].copy_from_slice(&inside[..n]);
-            return;
-        }
-        for (&value, column) in acc.iter().zip(self.columns()) {
-            if let Some(ix) = column {
-                row[ix] = value;
+        for (r, phase) in acc.chunks_exact(self.phase_len.max(1)).enumerate() {
+            let (lo, hi, first) = self.inside(r);
+            let inside = &phase[lo..hi];
+            if self.stride == 1 {
+                row[first..][..inside.len()].copy_from_slice(inside);
+            } else {
+                for (i, &value) in inside.iter().enumerate() {
+                    row[first + self.stride * i] = value;
+                }
             }
         }
     }
