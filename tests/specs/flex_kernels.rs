@@ -209,6 +209,18 @@ fn flex_convolution_and_its_gradients_match_ndarray() {
                 groups: 3,
             },
         ),
+        // 1×1 (EfficientNet's expansions and projections): read in place over several images
+        // and two groups; with padding, through im2col.
+        (
+            [3, 4, 5, 7],
+            [6, 2, 1, 1],
+            ConvOptions::new([1, 1], [0, 0], [1, 1], 2),
+        ),
+        (
+            [2, 3, 4, 4],
+            [5, 3, 1, 1],
+            ConvOptions::new([1, 1], [1, 1], [1, 1], 1),
+        ),
     ];
     for (i, (x_shape, w_shape, options)) in cases.into_iter().enumerate() {
         let with_bias = ![4, 8, 15].contains(&i);

@@ -102,6 +102,32 @@ impl Geometry {
         self.c_out / self.groups
     }
 
+    /// A 1×1 convolution of stride 1 without padding: each image's patch matrix is the image
+    /// itself (`[c_in, h · w]`), so the products read it where it lies instead of a copy.
+    fn pointwise(&self) -> bool {
+        let one = [self.k_h, self.k_w, self.stride[0], self.stride[1]] == [1, 1, 1, 1];
+        let same = self.h_out == self.h_in && self.w_out == self.w_in;
+        one && same && self.pad == [0, 0]
+    }
+
+    /// A buffer for one image's patch matrix; empty where [`Self::pointwise`] makes it needless.
+    fn cols_buffer<T: Element>(&self) -> Vec<T> {
+        match self.pointwise() {
+            true => Vec::new(),
+            false => vec![T::zero(); self.groups * self.group_rows() * self.out_plane()],
+        }
+    }
+
+    /// The patch matrix of `image`: the image itself where the convolution is pointwise,
+    /// otherwise written into `cols` by [`Self::im2col`].
+    fn patches<'a, T: Element>(&self, image: &'a [T], cols: &'a mut [T]) -> &'a [T] {
+        if self.pointwise() {
+            return image;
+        }
+        self.im2col(image, cols);
+        cols
+    }
+
     /// For kernel offset `k` along `axis`: the output positions whose input position
     /// `o·stride + k·dilation − pad` lies inside the image.
     pub(super) fn valid_range(&self, axis: usize, k: usize) -> (usize, usize) {
@@ -249,12 +275,7 @@ fn forward<T: Element>(
         .par_chunks_mut(image_out.max(1))
         .enumerate()
         .for_each_init(
-            || {
-                (
-                    vec![T::zero(); g.groups * rows * plane],
-                    vec![T::zero(); full_len],
-                )
-            },
+            || (g.cols_buffer(), vec![T::zero(); full_len]),
             |(cols, full), (b, y_b)| {
                 let x_b = &x[b * image_len..][..image_len];
                 let image = match output {
@@ -275,7 +296,7 @@ fn forward<T: Element>(
                         &mut full[..]
                     }
                 };
-                g.im2col(x_b, cols);
+                let cols = g.patches(x_b, cols);
                 for group in 0..g.groups {
                     gemm(
                         [c_out, plane, rows],
@@ -319,19 +340,24 @@ fn input_grad<T: Element>(g: &Geometry, weight: &[T], dy: &[T]) -> Vec<T> {
     dx.par_chunks_mut(g.image_len().max(1))
         .zip(dy.par_chunks(g.out_image_len().max(1)))
         .for_each_init(
-            || vec![T::zero(); g.groups * rows * plane],
+            || g.cols_buffer(),
             |cols, (dx_b, dy_b)| {
+                // A pointwise convolution's patch matrix is the image: the products go there.
+                let pointwise = g.pointwise();
+                let out = if pointwise { &mut dx_b[..] } else { &mut cols[..] };
                 for group in 0..g.groups {
                     gemm(
                         [rows, plane, c_out],
-                        &mut cols[group * rows * plane..],
+                        &mut out[group * rows * plane..],
                         false,
                         Matrix::rows(&weight[group * c_out * rows..], rows).transposed(),
                         Matrix::rows(&dy_b[group * c_out * plane..], plane),
                         parallelism,
                     );
                 }
-                g.col2im_add(cols, dx_b);
+                if !pointwise {
+                    g.col2im_add(cols, dx_b);
+                }
             },
         );
     dx
@@ -358,11 +384,11 @@ fn weight_grad<T: Element>(g: &Geometry, x: &[T], dy: &[T]) -> Vec<T> {
             // every image, reading rows a plane apart (at 64 px 16 kB, the same L1 cache
             // sets), and that copy was a fifth of a training step.
             let mut dw_t = vec![T::zero(); len];
-            let mut cols = vec![T::zero(); g.groups * rows * plane];
+            let mut cols = g.cols_buffer();
             let mut dy_t = vec![T::zero(); g.out_image_len()];
             let images = x_share.chunks(g.image_len().max(1));
             for (x_b, dy_b) in images.zip(dy_share.chunks(g.out_image_len().max(1))) {
-                g.im2col(x_b, &mut cols);
+                let cols = g.patches(x_b, &mut cols);
                 transpose(dy_b, [g.c_out, plane], &mut dy_t);
                 for group in 0..g.groups {
                     gemm_strided(
