@@ -47,7 +47,9 @@ pub fn median(sorted: &[f64]) -> f64 {
     }
 }
 
-/// "45 s", "12 min", "1 h 12 min", "3 days 4 h": two units at most, as people say it.
+/// "45 s", "12 min", "1 h 12 min", "3 days 4 h": two units at most, as people say it. Under
+/// an hour the minutes are rounded (a run of 1 min 54 s called "1 min" was nearly twice as
+/// long as it said); from an hour on, the smaller unit is cut.
 pub fn human_duration(seconds: f64) -> String {
     if !seconds.is_finite() {
         return "forever".to_string();
@@ -56,10 +58,14 @@ pub fn human_duration(seconds: f64) -> String {
         return "under a second".to_string();
     }
     let seconds = seconds.round() as u64;
+    if seconds < 60 {
+        return format!("{seconds} s");
+    }
+    if seconds < 3_600 {
+        return format!("{} min", ((seconds + 30) / 60).min(59));
+    }
     let (days, hours, minutes) = (seconds / 86_400, seconds / 3_600 % 24, seconds / 60 % 60);
     match (days, hours, minutes) {
-        (0, 0, 0) => format!("{seconds} s"),
-        (0, 0, m) => format!("{m} min"),
         (0, h, 0) => format!("{h} h"),
         (0, h, m) => format!("{h} h {m} min"),
         (1, 0, _) => "1 day".to_string(),
@@ -93,6 +99,8 @@ mod tests {
     fn durations_read_as_people_say_them() {
         assert_eq!(human_duration(0.3), "under a second");
         assert_eq!(human_duration(44.6), "45 s");
+        assert_eq!(human_duration(113.5), "2 min");
+        assert_eq!(human_duration(250.0), "4 min");
         assert_eq!(human_duration(12.0 * 60.0 + 20.0), "12 min");
         assert_eq!(human_duration(3_600.0 + 12.0 * 60.0), "1 h 12 min");
         assert_eq!(human_duration(2.0 * 3_600.0), "2 h");

@@ -318,10 +318,10 @@ mod tests {
             text.contains("GPU ≈ 1,000 photos/s: the GPU 100× faster"),
             "{text}"
         );
-        // 250,000 photos: 333 s at 750/s (said "5 min"), 28 s at 9,000/s; the article's 10 and
+        // 250,000 photos: 333 s at 750/s (said "6 min"), 28 s at 9,000/s; the article's 10 and
         // 1,000.
         assert!(
-            text.contains("takes 5 min on this CPU and 28 s on this GPU; at the article's rates, 6 h 56 min on its CPU and 4 min on its GPU"),
+            text.contains("takes 6 min on this CPU and 28 s on this GPU; at the article's rates, 6 h 56 min on its CPU and 4 min on its GPU"),
             "{text}"
         );
         assert!(
