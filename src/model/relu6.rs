@@ -5,7 +5,7 @@
 //! autodiff as `norm_pool_relu.rs` registers its operation; other backends get burn's `clamp`.
 
 use burn::backend::Flex;
-use burn::tensor::Tensor;
+use burn::tensor::{DType, Tensor};
 use burn_autodiff::Autodiff;
 use burn_autodiff::checkpoint::base::Checkpointer;
 use burn_autodiff::checkpoint::strategy::NoCheckpointing;
@@ -40,16 +40,24 @@ impl Backward<Flex, 1> for Relu6 {
 
 /// `min(max(x, 0), 6)`.
 pub fn relu6(x: Tensor<4>) -> Tensor<4> {
-    match on_flex(&x) {
-        Some(y) => y,
-        None => x.clamp(LOW, HIGH),
+    match on_flex(x) {
+        Ok(y) => y,
+        Err(x) => (*x).clamp(LOW, HIGH),
     }
 }
 
-fn on_flex(x: &Tensor<4>) -> Option<Tensor<4>> {
+/// `x` clamped by flex's one pass, or `x` back where it is not an f32 tensor on flex. `x` is
+/// dropped once its flex tensor is out, so that the clamp is done in place where nothing else
+/// holds the values (a copy kept alive beside it made every clamp write a new tensor).
+fn on_flex(x: Tensor<4>) -> Result<Tensor<4>, Box<Tensor<4>>> {
+    const IN_ORDER: &str = "an f32 tensor, and bounds in order";
+    if x.dtype() != DType::F32 {
+        return Err(Box::new(x));
+    }
     if let Ok(input) = x.clone().try_into_primitive::<Training>() {
+        drop(x);
         let node = input.node();
-        let output = clamp_f32(input.into_primitive(), LOW, HIGH)?;
+        let output = clamp_f32(input.into_primitive(), LOW, HIGH).expect(IN_ORDER);
         let output = match Relu6
             .prepare::<NoCheckpointing>([node])
             .compute_bound()
@@ -58,10 +66,14 @@ fn on_flex(x: &Tensor<4>) -> Option<Tensor<4>> {
             OpsKind::Tracked(prep) => prep.finish(output.clone(), output),
             OpsKind::UnTracked(prep) => prep.finish(output),
         };
-        return Some(Tensor::from_primitive::<Training>(output));
+        return Ok(Tensor::from_primitive::<Training>(output));
     }
-    let input = x.clone().try_into_primitive::<Flex>().ok()?;
-    clamp_f32(input, LOW, HIGH).map(Tensor::from_primitive::<Flex>)
+    if let Ok(input) = x.clone().try_into_primitive::<Flex>() {
+        drop(x);
+        let output = clamp_f32(input, LOW, HIGH).expect(IN_ORDER);
+        return Ok(Tensor::from_primitive::<Flex>(output));
+    }
+    Err(Box::new(x))
 }
 
 #[cfg(test)]
@@ -70,8 +82,9 @@ mod tests {
     use burn::tensor::{Device, TensorData};
 
     /// Values either side of both bounds, on flex with and without autodiff and on ndarray:
-    /// the same clamped values, and the gradient 1 strictly inside the bounds, 0 outside; flex
-    /// takes the one operation, ndarray burn's `clamp`.
+    /// the same clamped values (the input untouched where it is still held), and the gradient 1
+    /// strictly inside the bounds, 0 outside; flex takes the one operation, ndarray burn's
+    /// `clamp`.
     #[test]
     fn relu6_clamps_and_passes_the_gradient_inside_the_bounds_only() {
         let values = [-3.0f32, -0.5, 0.25, 1.0, 5.5, 6.5, 9.0, 3.0];
@@ -90,6 +103,14 @@ mod tests {
                 expected,
                 "{device:?}"
             );
+            // In place only where nothing else holds the values: `x` is untouched.
+            let x = x.to_data().try_to_vec::<f32>().unwrap();
+            assert_eq!(x, values, "{device:?}");
+            // Where nothing else holds them, the clamp is the same.
+            let alone =
+                Tensor::<4>::from_data(TensorData::new(values.to_vec(), [8, 1, 1, 1]), &device);
+            let y = relu6(alone).to_data().try_to_vec::<f32>().unwrap();
+            assert_eq!(y, expected, "{device:?}");
         }
         for device in [Device::flex().autodiff(), ndarray.clone().autodiff()] {
             let x = Tensor::<4>::from_data(TensorData::new(values.to_vec(), [1, 2, 2, 2]), &device)
@@ -105,9 +126,9 @@ mod tests {
         }
         let zeros = |device: &Device| Tensor::<4>::zeros([1, 1, 1, 1], device);
         assert!(
-            on_flex(&zeros(&Device::flex().autodiff())).is_some(),
+            on_flex(zeros(&Device::flex().autodiff())).is_ok(),
             "flex trains with it"
         );
-        assert!(on_flex(&zeros(&ndarray)).is_none(), "another backend");
+        assert!(on_flex(zeros(&ndarray)).is_err(), "another backend");
     }
 }
