@@ -5,6 +5,7 @@
 
 use std::net::IpAddr;
 
+use super::http::Request;
 use super::reply::Reply;
 
 /// Whether `host` (a `Host` header's value) names this server: `localhost` or an IP address,
@@ -38,8 +39,22 @@ fn names_this_machine(name: &str) -> bool {
     name.eq_ignore_ascii_case("localhost") || name.parse::<IpAddr>().is_ok()
 }
 
-/// Refuses a request whose `Host` header is missing or names another server.
-pub(crate) fn check_host(host: Option<&str>, port: u16) -> Result<(), Reply> {
+/// Refuses a request whose `Host` header is missing, doubled or names another server, or
+/// whose request line names another server.
+pub(crate) fn check_host(request: &Request, port: u16) -> Result<(), Reply> {
+    if request.header_count("Host") > 1 {
+        return Err(Reply::error(
+            400,
+            "the request has more than one Host header",
+        ));
+    }
+    if let Some(authority) = &request.authority {
+        name_this_server(Some(authority), port)?;
+    }
+    name_this_server(request.header("Host"), port)
+}
+
+fn name_this_server(host: Option<&str>, port: u16) -> Result<(), Reply> {
     match host {
         Some(host) if host_allowed(host, port) => Ok(()),
         Some(host) => Err(Reply::error(

@@ -2,8 +2,9 @@
 //! model's answer, see whether this computer has a GPU, race the CPU against the GPU with
 //! `catdog bench`'s own code, and look under the hood of the model in use.
 //!
-//! A small threaded HTTP server (tiny_http) on 127.0.0.1 by default. The page's HTML, CSS and
-//! JavaScript are compiled into catdog (`page/`): no CDN, no build step, it works offline.
+//! An HTTP server on hyper ([`http`], with its limits and timeouts) on 127.0.0.1 by default.
+//! The page's HTML, CSS and JavaScript are compiled into catdog (`page/`): no CDN, no build
+//! step, it works offline.
 //! Every request is checked ([`guard`]): its `Host` must be this server's (against DNS
 //! rebinding), and a request that changes something must carry the token the page was served
 //! with. No request names a file on disk. Photos are read within limits ([`upload`]); one
@@ -11,6 +12,7 @@
 
 mod bench_job;
 mod guard;
+mod http;
 mod page;
 mod reply;
 mod routes;
@@ -18,9 +20,7 @@ mod upload;
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
-use std::time::{Duration, Instant};
 
 use anyhow::{Result, anyhow};
 use serde_json::{Value, json};
@@ -92,7 +92,8 @@ impl State {
 
 /// A server listening, with its model loaded.
 pub struct Server {
-    http: tiny_http::Server,
+    listener: std::net::TcpListener,
+    runtime: tokio::runtime::Runtime,
     address: SocketAddr,
     state: Arc<State>,
 }
@@ -104,16 +105,21 @@ impl Server {
             .with_not_sure_below(options.not_sure_below)
             .with_flip(options.flip);
         let wanted = SocketAddr::new(options.host, options.port);
-        let http = tiny_http::Server::http(wanted).map_err(|err| {
+        let listener = std::net::TcpListener::bind(wanted).map_err(|err| {
             anyhow!(
                 "cannot listen on {wanted}: {err} (another program may use that port: try \
                  another one with --port, or --port 0 for any free one)"
             )
         })?;
-        let address = http
-            .server_addr()
-            .to_ip()
-            .ok_or_else(|| anyhow!("the server listens on something other than an IP address"))?;
+        let address = listener.local_addr()?;
+        // Two threads take connections and read requests; answers are worked out on threads
+        // of their own (at most one a connection).
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .max_blocking_threads(http::MAX_CONNECTIONS)
+            .thread_name("catdog-serve")
+            .enable_all()
+            .build()?;
         let curves = options.model.curves_svg();
         let mut model = model_json(&predictor, &options.backend.device_name);
         model["curves"] = json!(curves.is_some());
@@ -129,7 +135,8 @@ impl Server {
             devices: OnceLock::new(),
         };
         Ok(Server {
-            http,
+            listener,
+            runtime,
             address,
             state: Arc::new(state),
         })
@@ -158,66 +165,20 @@ impl Server {
         format!("http://{}/", SocketAddr::new(ip, self.address.port()))
     }
 
-    /// Answers requests, each on a thread of its own, until `stop` says so (checked several
-    /// times a second). Then the requests being answered are finished (for at most
-    /// [`FINISHING`]), and those that arrived meanwhile are told that catdog is stopping.
+    /// Answers requests until `stop` says so (checked several times a second). Then the
+    /// requests being answered are finished (for at most [`http::FINISHING`]), and those
+    /// that arrive meanwhile are told that catdog is stopping.
     pub fn run(self, stop: &dyn Fn() -> bool) -> Result<()> {
-        let in_flight = Arc::new(AtomicUsize::new(0));
-        while !stop() {
-            let request = match self.http.recv_timeout(Duration::from_millis(100)) {
-                Ok(Some(request)) => request,
-                Ok(None) => continue,
-                Err(err) => return Err(anyhow!("the server stopped: {err}")),
-            };
-            let state = Arc::clone(&self.state);
-            let answering = InFlight::start(&in_flight);
-            std::thread::spawn(move || {
-                let _answering = answering;
-                let mut request = request;
-                let reply = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    routes::reply(&state, &mut request)
-                }))
-                .unwrap_or_else(|_| reply::Reply::error(500, "catdog failed on this request"));
-                // A browser that went away before its answer is no error of the server's.
-                let _ = request.respond(reply.into_response());
-            });
-        }
-        // Each refusal on a thread of its own: responding reads what is left of the request's
-        // body, which a stalled client may never send.
-        let refuse_newcomers = || {
-            while let Ok(Some(request)) = self.http.try_recv() {
-                std::thread::spawn(move || {
-                    let reply = reply::Reply::error(503, "catdog is stopping: start it again");
-                    let _ = request.respond(reply.into_response());
-                });
-            }
-        };
-        let started = Instant::now();
-        while in_flight.load(Ordering::SeqCst) > 0 && started.elapsed() < FINISHING {
-            refuse_newcomers();
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        refuse_newcomers();
-        Ok(())
-    }
-}
-
-/// How long a stopping server waits for the requests it is answering.
-const FINISHING: Duration = Duration::from_secs(30);
-
-/// One request being answered, counted in the server's tally until it is dropped.
-struct InFlight(Arc<AtomicUsize>);
-
-impl InFlight {
-    fn start(tally: &Arc<AtomicUsize>) -> InFlight {
-        tally.fetch_add(1, Ordering::SeqCst);
-        InFlight(Arc::clone(tally))
-    }
-}
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
+        let Server {
+            listener,
+            runtime,
+            state,
+            ..
+        } = self;
+        let served = runtime.block_on(http::serve(listener, state, stop));
+        // An answer past its time is not waited for.
+        runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+        served
     }
 }
 

@@ -1,6 +1,10 @@
 //! What the server sends back: a status, a content type and a body, with the headers every
 //! reply of catdog's carries.
 
+use http_body_util::Full;
+use hyper::body::Bytes;
+use hyper::header::{self, HeaderValue};
+use hyper::{Response, StatusCode};
 use serde_json::{Value, json};
 
 /// One HTTP reply.
@@ -33,28 +37,35 @@ impl Reply {
         }
     }
 
-    /// As tiny_http sends it: the page may load only its own scripts, styles and pictures
-    /// (and the photos the user picks, as blob: addresses), may not be framed, and no reply
-    /// is cached (the page carries a token that changes at each start).
-    pub fn into_response(self) -> tiny_http::Response<std::io::Cursor<Vec<u8>>> {
-        let header = |name: &str, value: &str| {
-            tiny_http::Header::from_bytes(name.as_bytes(), value.as_bytes())
-                .expect("catdog's own header names and values are ASCII")
-        };
+    /// As hyper sends it: the page may load only its own scripts, styles and pictures (and
+    /// the photos the user picks, as blob: addresses), may not be framed, and no reply is
+    /// cached (the page carries a token that changes at each start).
+    pub fn into_response(self) -> Response<Full<Bytes>> {
         let content_type = match self.content_type.starts_with("text/") {
             true => format!("{}; charset=utf-8", self.content_type),
             false => self.content_type.to_string(),
         };
-        tiny_http::Response::from_data(self.body)
-            .with_status_code(self.status)
-            .with_header(header("Content-Type", &content_type))
-            .with_header(header("Cache-Control", "no-store"))
-            .with_header(header("X-Content-Type-Options", "nosniff"))
-            .with_header(header("X-Frame-Options", "DENY"))
-            .with_header(header(
-                "Content-Security-Policy",
+        let mut response = Response::new(Full::new(Bytes::from(self.body)));
+        *response.status_mut() =
+            StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let headers = response.headers_mut();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_str(&content_type).expect("catdog's content types are ASCII"),
+        );
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        headers.insert(
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        );
+        headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+        headers.insert(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static(
                 "default-src 'self'; img-src 'self' blob: data:; style-src 'self'; \
                  script-src 'self'; frame-ancestors 'none'",
-            ))
+            ),
+        );
+        response
     }
 }

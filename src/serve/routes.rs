@@ -5,11 +5,12 @@
 
 use std::path::PathBuf;
 
+use hyper::Method;
 use rayon::prelude::*;
 use serde_json::{Value, json};
-use tiny_http::{Method, Request};
 
 use super::bench_job::BenchRequest;
+use super::http::Request;
 use super::reply::Reply;
 use super::{State, guard, page, upload};
 use crate::data::decode_photo_bytes;
@@ -21,25 +22,20 @@ pub(crate) fn reply(state: &State, request: &mut Request) -> Reply {
 }
 
 fn route(state: &State, request: &mut Request) -> Result<Reply, Reply> {
-    guard::check_host(header(request, "Host"), state.port)?;
-    let path = request
-        .url()
-        .split(['?', '#'])
-        .next()
-        .unwrap_or("/")
-        .to_string();
-    let method = request.method().clone();
+    guard::check_host(request, state.port)?;
+    let path = request.path.clone();
+    let method = request.method.clone();
     let allowed = match path.as_str() {
         "/"
         | "/app.js"
         | "/style.css"
         | "/api/model"
         | "/api/model/curves.svg"
-        | "/api/devices" => Method::Get,
-        "/api/predict" => Method::Post,
-        "/api/bench" if method == Method::Get => Method::Get,
-        "/api/bench" if method == Method::Delete => Method::Delete,
-        "/api/bench" => Method::Post,
+        | "/api/devices" => Method::GET,
+        "/api/predict" => Method::POST,
+        "/api/bench" if method == Method::GET => Method::GET,
+        "/api/bench" if method == Method::DELETE => Method::DELETE,
+        "/api/bench" => Method::POST,
         _ => {
             return Err(Reply::error(
                 404,
@@ -47,14 +43,14 @@ fn route(state: &State, request: &mut Request) -> Result<Reply, Reply> {
             ));
         }
     };
-    if method != allowed && !(method == Method::Head && allowed == Method::Get) {
+    if method != allowed && !(method == Method::HEAD && allowed == Method::GET) {
         return Err(Reply::error(
             405,
             format!("{path} takes {allowed} requests"),
         ));
     }
-    if allowed == Method::Post || allowed == Method::Delete {
-        guard::check_token(header(request, "X-Catdog-Token"), &state.token)?;
+    if allowed == Method::POST || allowed == Method::DELETE {
+        guard::check_token(request.header("X-Catdog-Token"), &state.token)?;
     }
     Ok(match path.as_str() {
         "/" => page::index(&state.token),
@@ -67,14 +63,13 @@ fn route(state: &State, request: &mut Request) -> Result<Reply, Reply> {
         },
         "/api/devices" => Reply::json(200, state.devices()),
         "/api/predict" => predict(state, request)?,
-        "/api/bench" if method == Method::Post => {
-            upload::check_length(request.body_length())?;
-            let body = upload::read_body(request.as_reader())?;
+        "/api/bench" if method == Method::POST => {
+            let body = upload::read_body(request)?;
             let (choices, settings) = BenchRequest::parse(&body)?;
             state.bench.start(choices, settings)?;
             Reply::json(202, &state.bench.status())
         }
-        "/api/bench" if method == Method::Delete => {
+        "/api/bench" if method == Method::DELETE => {
             state.bench.stop()?;
             Reply::json(202, &state.bench.status())
         }
@@ -82,21 +77,11 @@ fn route(state: &State, request: &mut Request) -> Result<Reply, Reply> {
     })
 }
 
-/// A header's value, where the request has it.
-fn header<'r>(request: &'r Request, name: &'static str) -> Option<&'r str> {
-    request
-        .headers()
-        .iter()
-        .find(|h| h.field.equiv(name))
-        .map(|h| h.value.as_str())
-}
-
 /// The photos of a `multipart/form-data` request, each decoded and predicted: one entry per
 /// photo, in order, with its answer or why it could not be read. 400 where none could.
 fn predict(state: &State, request: &mut Request) -> Result<Reply, Reply> {
-    upload::check_length(request.body_length())?;
-    let content_type = header(request, "Content-Type").map(str::to_string);
-    let body = upload::read_body(request.as_reader())?;
+    let content_type = request.header("Content-Type").map(str::to_string);
+    let body = upload::read_body(request)?;
     let photos = upload::photos(content_type.as_deref(), body)?;
     let decoded: Vec<anyhow::Result<Vec<u8>>> = photos
         .par_iter()

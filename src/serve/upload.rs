@@ -1,8 +1,7 @@
 //! Photos sent from the page: a `multipart/form-data` body (what a browser's `FormData`
 //! sends), read into memory within limits, each part a photo with its file name.
 
-use std::io::Read;
-
+use super::http::{BODY_STALL, BodyError, MAX_UPLOADS, Request, UPLOAD_WAIT};
 use super::reply::Reply;
 use crate::numbers::human_bytes;
 
@@ -23,15 +22,36 @@ pub(crate) struct Upload {
     pub bytes: Vec<u8>,
 }
 
-/// Refuses a body longer than [`MAX_BODY_BYTES`] before reading it.
-pub(crate) fn check_length(length: Option<usize>) -> Result<(), Reply> {
-    match length {
-        Some(length) if length as u64 > MAX_BODY_BYTES => Err(too_large(&format!(
+/// The request's body, at most [`MAX_BODY_BYTES`]: a longer one is refused with 413 (before
+/// it is read where its length is declared), one that stalls with 408, and one that waits
+/// too long for the other uploads with 503.
+pub(crate) fn read_body(request: &mut Request) -> Result<Vec<u8>, Reply> {
+    if let Some(length) = request.body.declared_length()
+        && length > MAX_BODY_BYTES
+    {
+        return Err(too_large(&format!(
             "this request is {}",
-            human_bytes(length as u64)
-        ))),
-        _ => Ok(()),
+            human_bytes(length)
+        )));
     }
+    request.body.read(MAX_BODY_BYTES).map_err(|err| match err {
+        BodyError::TooLarge => too_large("this request is larger"),
+        BodyError::Stalled => Reply::error(
+            408,
+            format!(
+                "the photos stopped coming for {} s: send them again",
+                BODY_STALL.as_secs()
+            ),
+        ),
+        BodyError::Busy => Reply::error(
+            503,
+            format!(
+                "catdog was busy with {MAX_UPLOADS} other uploads for {} s: send these again",
+                UPLOAD_WAIT.as_secs()
+            ),
+        ),
+        BodyError::Broken(why) => Reply::error(400, format!("cannot read the request: {why}")),
+    })
 }
 
 fn too_large(what: &str) -> Reply {
@@ -44,18 +64,6 @@ fn too_large(what: &str) -> Reply {
             human_bytes(MAX_BODY_BYTES)
         ),
     )
-}
-
-/// Reads at most [`MAX_BODY_BYTES`] from `body`; a longer one is refused with 413.
-pub(crate) fn read_body(body: &mut dyn std::io::Read) -> Result<Vec<u8>, Reply> {
-    let mut bytes = Vec::new();
-    body.take(MAX_BODY_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|err| Reply::error(400, format!("cannot read the request: {err}")))?;
-    if bytes.len() as u64 > MAX_BODY_BYTES {
-        return Err(too_large("this request is larger"));
-    }
-    Ok(bytes)
 }
 
 /// The photos in a `multipart/form-data` body whose `Content-Type` is `content_type`: each

@@ -14,13 +14,7 @@ fn the_vendored_crates_are_the_ones_compiled_in() {
     names.sort();
     assert_eq!(
         names,
-        [
-            "burn-flex",
-            "burn-optim",
-            "burn-store",
-            "cubecl-wgpu",
-            "tiny_http"
-        ]
+        ["burn-flex", "burn-optim", "burn-store", "cubecl-wgpu"]
     );
     for name in &names {
         let manifest =

@@ -2,6 +2,7 @@
 //! with a server of its own (it starts in a moment).
 
 mod browser;
+mod limits;
 mod page;
 mod process;
 mod race;
