@@ -128,7 +128,7 @@ fn fit_unusual(predictor: &Predictor, data: &Path, subset: Photos, dir: &Path) -
     let Some(typical) = fit_typical_on(predictor, data, subset)? else {
         bail!(
             "cannot fit which photos are unusual for the model in {}: fewer than \
-             {FIT_PHOTOS_AT_LEAST} photos decoded, or all look alike inside it",
+             {FIT_PHOTOS_AT_LEAST} different photos decoded, or all look alike inside it",
             dir.display()
         );
     };

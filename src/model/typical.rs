@@ -43,9 +43,12 @@ pub struct Typical {
 
 impl Typical {
     /// Fits the looks of `block`'s output of photos like those a model learned from; `None`
-    /// for fewer than [`FIT_PHOTOS_AT_LEAST`], looks that are not all numbers of one size, or
-    /// looks all alike (a network whose block outputs nothing), which leave no limit.
+    /// for fewer than [`FIT_PHOTOS_AT_LEAST`] different looks (copies of one photo count
+    /// once: many copies of a few photos would make every other photo unusual), looks that
+    /// are not all numbers of one size, or looks all alike (a network whose block outputs
+    /// nothing), which leave no limit.
     pub fn fit(block: usize, looks: &[Vec<f32>]) -> Option<Typical> {
+        let looks = distinct(looks);
         let size = looks.first()?.len();
         if looks.len() < FIT_PHOTOS_AT_LEAST
             || size == 0
@@ -131,6 +134,15 @@ impl Typical {
     }
 }
 
+/// `looks` with each repeated look (the same photo twice, bit for bit) kept once, in order.
+fn distinct(looks: &[Vec<f32>]) -> Vec<&Vec<f32>> {
+    let mut seen = std::collections::HashSet::new();
+    looks
+        .iter()
+        .filter(|look| seen.insert(look.iter().map(|v| v.to_bits()).collect::<Vec<u32>>()))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -178,6 +190,19 @@ mod tests {
         assert!(Typical::fit(2, &vec![vec![0.0; 3]; 50]).is_none());
         assert_eq!(Typical::fit(2, &looks(50)).unwrap().share, 0.02);
         assert_eq!(Typical::fit(2, &looks(49)).unwrap().share, 0.0);
+    }
+
+    /// 400 copies of two photos are two photos: too few to fit, where they gave a limit
+    /// that called every other photo unusual; copies of enough photos fit as those photos.
+    #[test]
+    fn copies_of_a_photo_count_once() {
+        let two = looks(2);
+        let copies: Vec<Vec<f32>> = (0..400).map(|i| two[i % 2].clone()).collect();
+        assert!(Typical::fit(2, &copies).is_none());
+        let thirty = looks(30);
+        let tenfold: Vec<Vec<f32>> = (0..300).map(|i| thirty[i % 30].clone()).collect();
+        assert_eq!(Typical::fit(2, &tenfold), Typical::fit(2, &thirty));
+        assert_eq!(Typical::fit(2, &tenfold).unwrap().photos, 30);
     }
 
     #[test]
