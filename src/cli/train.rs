@@ -53,6 +53,11 @@ pub struct TrainArgs {
     /// efficientnet-lite0]
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
     pub pretrained: Option<bool>,
+    #[arg(long, value_name = "F",
+          help = with_default("With --pretrained, the share of --lr the network's ImageNet \
+                               part learns at (0 keeps it as it is; the new last layer learns \
+                               at all of --lr)", defaults().backbone_rate))]
+    pub backbone_rate: Option<f64>,
     /// Photos are squashed to this many pixels square [default: 64 for either small-cnn, 224
     /// for resnet18 and efficientnet-lite0]
     #[arg(long, value_name = "PX", value_parser = super::image_size)]
@@ -130,6 +135,7 @@ impl TrainArgs {
         set(size(self.generated), &mut settings.generated_count);
         set(self.network, &mut settings.network);
         set(self.pretrained, &mut settings.pretrained);
+        set(self.backbone_rate, &mut settings.backbone_rate);
         set(self.image_size, &mut settings.image_size);
         set(size(self.epochs), &mut settings.epochs);
         set(size(self.batch_size), &mut settings.batch_size);
@@ -248,6 +254,7 @@ mod tests {
             generated_count: 500,
             network: NetworkKind::ResNet18,
             pretrained: true,
+            backbone_rate: 0.0,
             image_size: 96,
             val_split: 0.2,
             epochs: 9,

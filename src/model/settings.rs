@@ -18,6 +18,10 @@ use crate::numbers::human_bytes;
 /// 98.4 % (docs/accuracy.md).
 const FINE_TUNING_RATE: f64 = 3e-3;
 
+/// The share of the learning rate a backbone started from ImageNet's weights learns at: a
+/// tenth, so that a few epochs on a few photos adjust what it learned rather than wipe it.
+pub const BACKBONE_RATE: f64 = 0.1;
+
 /// The most pictures `--generated` draws: the demo's 2,000 a hundred times over.
 pub const MAX_GENERATED: usize = 200_000;
 
@@ -35,10 +39,16 @@ pub struct TrainSettings {
     #[serde(default)]
     pub network: NetworkKind,
     /// Start from ImageNet's weights ([`super::with_imagenet_weights`]) rather than random
-    /// ones: the backbone then learns at a tenth of the learning rate, the new classifier at
-    /// all of it. Absent in checkpoints from before catdog had them (false).
+    /// ones: the backbone then learns at `backbone_rate` of the learning rate, the new
+    /// classifier at all of it. Absent in checkpoints from before catdog had them (false).
     #[serde(default)]
     pub pretrained: bool,
+    /// The share of the learning rate a pretrained backbone learns at (0: its weights stay as
+    /// ImageNet left them and only the new classifier learns; its batch norms' running
+    /// statistics still follow the photos). Absent in checkpoints from before
+    /// `--backbone-rate` ([`BACKBONE_RATE`]).
+    #[serde(default = "backbone_rate_before_its_flag")]
+    pub backbone_rate: f64,
     pub image_size: u32,
     /// The share of the photos kept aside to validate on.
     pub val_split: f64,
@@ -77,6 +87,7 @@ impl Default for TrainSettings {
             generated_count: 2000,
             network: NetworkKind::SmallCnn,
             pretrained: false,
+            backbone_rate: BACKBONE_RATE,
             image_size: 64,
             val_split: 0.1,
             epochs: 5,
@@ -135,6 +146,7 @@ impl TrainSettings {
             ("--generated", self.generated_count.to_string()),
             ("--network", self.network.name().to_string()),
             ("--pretrained", self.pretrained.to_string()),
+            ("--backbone-rate", self.backbone_rate.to_string()),
             ("--image-size", self.image_size.to_string()),
             ("--epochs", self.epochs.to_string()),
             ("--batch-size", self.batch_size.to_string()),
@@ -207,6 +219,19 @@ impl TrainSettings {
                 self.weight_decay
             );
         }
+        if !(0.0..=1.0).contains(&self.backbone_rate) {
+            bail!(
+                "--backbone-rate must be 0 to 1 (a share of --lr), not {}",
+                self.backbone_rate
+            );
+        }
+        if !self.pretrained && self.backbone_rate != BACKBONE_RATE {
+            bail!(
+                "--backbone-rate is for a network started from ImageNet's weights \
+                 (--pretrained); this run starts {} from random ones",
+                network.name()
+            );
+        }
         for (flag, value) in [
             ("--dropout", self.dropout),
             ("--label-smoothing", self.label_smoothing),
@@ -217,6 +242,10 @@ impl TrainSettings {
         }
         Ok(())
     }
+}
+
+fn backbone_rate_before_its_flag() -> f64 {
+    BACKBONE_RATE
 }
 
 /// Refuses fewer than two generated pictures, more than catdog draws, or more than half of
@@ -324,6 +353,26 @@ mod tests {
             err.to_string(),
             "--pretrained: catdog has ImageNet weights for efficientnet-lite0 only, not for small-cnn"
         );
+    }
+
+    #[test]
+    fn a_backbone_rate_is_a_share_of_the_learning_rate() {
+        let rate = |backbone_rate| TrainSettings {
+            backbone_rate,
+            ..TrainSettings::for_network(NetworkKind::EfficientNetLite0)
+        };
+        rate(0.0).check().unwrap();
+        rate(1.0).check().unwrap();
+        for wrong in [-0.1, 1.5, f64::NAN] {
+            let err = rate(wrong).check().unwrap_err().to_string();
+            assert!(err.contains("--backbone-rate must be 0 to 1"), "{err}");
+        }
+        let scratch = TrainSettings {
+            backbone_rate: 0.0,
+            ..TrainSettings::default()
+        };
+        let err = scratch.check().unwrap_err().to_string();
+        assert!(err.contains("starts small-cnn from random ones"), "{err}");
     }
 
     #[test]

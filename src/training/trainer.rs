@@ -30,10 +30,6 @@ pub struct Trainer {
     backbone_rate: Option<f64>,
 }
 
-/// The share of the learning rate a backbone started from ImageNet's weights learns at: a
-/// tenth, so that a few epochs on a few photos adjust what it learned rather than wipe it.
-const BACKBONE_RATE: f64 = 0.1;
-
 impl Trainer {
     /// A freshly initialised network on `device`, its weights drawn from `settings.seed` (and
     /// its backbone ImageNet's where `settings.pretrained`), trained with `settings`' weight
@@ -186,9 +182,16 @@ impl Trainer {
         let model = match (self.backbone_rate, model.classifier()) {
             (Some(rate), Some(classifier)) => {
                 let classifier = GradientsParams::from_module(&mut grads, classifier);
-                let backbone = GradientsParams::from_grads(grads, &model);
                 let model = self.optimizer.step(learning_rate, model, classifier);
-                self.optimizer.step(learning_rate * rate, model, backbone)
+                match rate > 0.0 {
+                    true => {
+                        let backbone = GradientsParams::from_grads(grads, &model);
+                        self.optimizer.step(learning_rate * rate, model, backbone)
+                    }
+                    // A frozen backbone: its gradients are dropped, and no weight decay
+                    // shrinks it either.
+                    false => model,
+                }
             }
             _ => {
                 let grads = GradientsParams::from_grads(grads, &model);
@@ -245,7 +248,7 @@ pub(crate) fn network_from_bytes(
 }
 
 fn backbone_rate(settings: &TrainSettings) -> Option<f64> {
-    settings.pretrained.then_some(BACKBONE_RATE)
+    settings.pretrained.then_some(settings.backbone_rate)
 }
 
 fn dropout_seed(settings: &TrainSettings) -> Option<u64> {
@@ -355,6 +358,62 @@ mod tests {
                 panic!("CATDOG_REQUIRE_WGPU=1 but wgpu is not usable: {err:#}")
             }
             Err(err) => eprintln!("SKIPPED resnet18_steps_on_wgpu_match_flex: no wgpu ({err:#})"),
+        }
+    }
+
+    /// `--backbone-rate 0`: a step trains the new classifier and leaves ImageNet's backbone
+    /// as it was (the same features, batch norm in training mode computing them from the
+    /// batch); at 0.1 the backbone learns too.
+    #[test]
+    fn a_backbone_rate_of_zero_trains_the_new_classifier_alone() {
+        let device = cpu_backend(CpuBackend::Flex).device;
+        let pictures = synth::generate(4, 32, 5);
+        let normalization = crate::model::IMAGENET_NORMALIZATION;
+        let batch = || HostBatch::new(&pictures, &[0, 1, 2, 3], &normalization, None);
+        let values: Vec<f32> = (0..2 * 3 * 32 * 32)
+            .map(|i| (i as f32 * 0.37).sin())
+            .collect();
+        let looks = |trainer: &Trainer| {
+            let Network::EfficientNetLite0(network) = trainer.model() else {
+                unreachable!("an EfficientNet-Lite0 was asked for")
+            };
+            let images = Tensor::<4>::from_data(
+                burn::tensor::TensorData::new(values.clone(), [2, 3, 32, 32]),
+                trainer.device(),
+            );
+            let features = network.features(images).into_data();
+            let classifier = network.classifier().weight.val().into_data();
+            (
+                features.try_to_vec::<f32>().unwrap(),
+                classifier.try_to_vec::<f32>().unwrap(),
+            )
+        };
+        let largest_change = |a: &[f32], b: &[f32]| {
+            a.iter()
+                .zip(b)
+                .map(|(x, y)| (x - y).abs())
+                .fold(0f32, f32::max)
+        };
+        for (rate, backbone_learns) in [(0.0, false), (0.1, true)] {
+            let settings = TrainSettings {
+                backbone_rate: rate,
+                image_size: 32,
+                ..TrainSettings::for_network(NetworkKind::EfficientNetLite0)
+            };
+            let mut trainer = Trainer::new(2, &device, &settings).unwrap();
+            let (features, classifier) = looks(&trainer);
+            trainer.step(batch(), 3e-3).unwrap();
+            let (features_after, classifier_after) = looks(&trainer);
+            assert!(
+                largest_change(&classifier, &classifier_after) > 1e-4,
+                "rate {rate}: the classifier did not learn"
+            );
+            let moved = largest_change(&features, &features_after);
+            assert_eq!(
+                moved > 1e-5,
+                backbone_learns,
+                "rate {rate}: features moved {moved}"
+            );
         }
     }
 
