@@ -58,6 +58,10 @@ pub struct TrainArgs {
                                part learns at (0 keeps it as it is; the new last layer learns \
                                at all of --lr)", defaults().backbone_rate))]
     pub backbone_rate: Option<f64>,
+    /// With --pretrained, normalise by ImageNet's batch-norm statistics while training too,
+    /// and keep them, instead of following each batch's [default: false]
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    pub hold_batch_norm: Option<bool>,
     /// Photos are squashed to this many pixels square [default: 64 for either small-cnn, 224
     /// for resnet18 and efficientnet-lite0]
     #[arg(long, value_name = "PX", value_parser = super::image_size)]
@@ -136,6 +140,7 @@ impl TrainArgs {
         set(self.network, &mut settings.network);
         set(self.pretrained, &mut settings.pretrained);
         set(self.backbone_rate, &mut settings.backbone_rate);
+        set(self.hold_batch_norm, &mut settings.hold_batch_norm);
         set(self.image_size, &mut settings.image_size);
         set(size(self.epochs), &mut settings.epochs);
         set(size(self.batch_size), &mut settings.batch_size);
@@ -255,6 +260,7 @@ mod tests {
             network: NetworkKind::ResNet18,
             pretrained: true,
             backbone_rate: 0.0,
+            hold_batch_norm: true,
             image_size: 96,
             val_split: 0.2,
             epochs: 9,

@@ -209,6 +209,34 @@ impl EfficientNetLite0 {
         }
     }
 
+    /// The same network with every batch norm normalising by its running statistics while
+    /// training too, and leaving them as they are (ImageNet's, for a network started from its
+    /// weights); their scales and shifts still learn. burn keeps this as a flag outside the
+    /// saved weights: a network read back from a checkpoint is held again.
+    pub fn with_norms_held(self) -> EfficientNetLite0 {
+        fn hold(norm: Option<BatchNorm>) -> Option<BatchNorm> {
+            norm.map(|norm| BatchNorm {
+                training: norm.training.clone().with_value(false),
+                ..norm
+            })
+        }
+        EfficientNetLite0 {
+            bn0: hold(self.bn0),
+            blocks: self
+                .blocks
+                .into_iter()
+                .map(|block| MbConv {
+                    bn0: hold(block.bn0),
+                    bn1: hold(block.bn1),
+                    bn2: hold(block.bn2),
+                    ..block
+                })
+                .collect(),
+            bn1: hold(self.bn1),
+            ..self
+        }
+    }
+
     /// The same network with every logit multiplied by `factor` (see
     /// `SmallCnn::with_logits_scaled`).
     pub fn with_logits_scaled(self, factor: f32) -> EfficientNetLite0 {
@@ -277,6 +305,44 @@ mod tests {
         );
         let giga = EfficientNetLite0::multiply_adds(224, 1000) as f64 / 1e9;
         assert!((0.38..0.41).contains(&giga), "{giga}");
+    }
+
+    /// Held batch norms normalise by their running statistics on a training device too (the
+    /// answers of the network with them folded in) and leave them as they are; free ones
+    /// normalise by the batch's and update them.
+    #[test]
+    fn held_batch_norms_normalise_by_their_running_statistics_while_training() {
+        let predicting = Device::flex();
+        let on_cpu = EfficientNetLite0::new(2, 0.0, &predicting);
+        let x = Tensor::<4>::random(
+            [4, 3, 32, 32],
+            Distribution::Uniform(-1.0, 1.0),
+            &predicting,
+        );
+        let values = |t: Tensor<2>| t.into_data().try_to_vec::<f32>().unwrap();
+        let largest_difference = |a: &[f32], b: &[f32]| {
+            a.iter()
+                .zip(b)
+                .map(|(x, y)| (x - y).abs())
+                .fold(0f32, f32::max)
+        };
+        let folded = values(on_cpu.clone().folded().forward(x.clone()));
+        let device = predicting.autodiff();
+        let model = on_cpu.to_device(&device);
+        let x = Tensor::<4>::from_data(x.into_data(), &device);
+        assert!(x.device().is_autodiff());
+        let held = model.clone().with_norms_held();
+        let running_mean = |model: &EfficientNetLite0| {
+            let norm = model.bn0.as_ref().unwrap();
+            norm.running_mean.value_sync().abs().max().into_scalar::<f32>()
+        };
+        let held_answers = values(held.forward(x.clone()));
+        assert!(largest_difference(&held_answers, &folded) < 1e-4);
+        assert_eq!(running_mean(&held), 0.0, "held statistics moved");
+        // (The two share their running statistics, as burn's clones do.)
+        let free_answers = values(model.forward(x.clone()));
+        assert!(largest_difference(&free_answers, &folded) > 1e-3);
+        assert!(running_mean(&model) > 0.0, "free statistics did not move");
     }
 
     #[test]

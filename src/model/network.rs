@@ -199,6 +199,16 @@ impl Network {
         }
     }
 
+    /// The same network with its batch norms' statistics held while training
+    /// ([`EfficientNetLite0::with_norms_held`]); the other networks, which never start from
+    /// ImageNet's weights, as they are.
+    pub fn with_norms_held(self) -> Network {
+        match self {
+            Network::EfficientNetLite0(net) => Network::EfficientNetLite0(net.with_norms_held()),
+            other => other,
+        }
+    }
+
     /// The same network with every logit multiplied by `factor`: the same answers, `factor`
     /// times as sure of them. For tests that need an over-confident model.
     #[doc(hidden)]

@@ -49,6 +49,11 @@ pub struct TrainSettings {
     /// `--backbone-rate` ([`BACKBONE_RATE`]).
     #[serde(default = "backbone_rate_before_its_flag")]
     pub backbone_rate: f64,
+    /// A pretrained network's batch norms normalise by ImageNet's statistics while training
+    /// too, and keep them, instead of following each batch's. Absent in checkpoints from
+    /// before `--hold-batch-norm` (false).
+    #[serde(default)]
+    pub hold_batch_norm: bool,
     pub image_size: u32,
     /// The share of the photos kept aside to validate on.
     pub val_split: f64,
@@ -88,6 +93,7 @@ impl Default for TrainSettings {
             network: NetworkKind::SmallCnn,
             pretrained: false,
             backbone_rate: BACKBONE_RATE,
+            hold_batch_norm: false,
             image_size: 64,
             val_split: 0.1,
             epochs: 5,
@@ -147,6 +153,7 @@ impl TrainSettings {
             ("--network", self.network.name().to_string()),
             ("--pretrained", self.pretrained.to_string()),
             ("--backbone-rate", self.backbone_rate.to_string()),
+            ("--hold-batch-norm", self.hold_batch_norm.to_string()),
             ("--image-size", self.image_size.to_string()),
             ("--epochs", self.epochs.to_string()),
             ("--batch-size", self.batch_size.to_string()),
@@ -225,12 +232,17 @@ impl TrainSettings {
                 self.backbone_rate
             );
         }
-        if !self.pretrained && self.backbone_rate != BACKBONE_RATE {
-            bail!(
-                "--backbone-rate is for a network started from ImageNet's weights \
-                 (--pretrained); this run starts {} from random ones",
-                network.name()
-            );
+        for (flag, given) in [
+            ("--backbone-rate", self.backbone_rate != BACKBONE_RATE),
+            ("--hold-batch-norm", self.hold_batch_norm),
+        ] {
+            if given && !self.pretrained {
+                bail!(
+                    "{flag} is for a network started from ImageNet's weights (--pretrained); \
+                     this run starts {} from random ones",
+                    network.name()
+                );
+            }
         }
         for (flag, value) in [
             ("--dropout", self.dropout),
@@ -373,6 +385,15 @@ mod tests {
         };
         let err = scratch.check().unwrap_err().to_string();
         assert!(err.contains("starts small-cnn from random ones"), "{err}");
+        let scratch = TrainSettings {
+            hold_batch_norm: true,
+            ..TrainSettings::default()
+        };
+        let err = scratch.check().unwrap_err().to_string();
+        assert!(
+            err.starts_with("--hold-batch-norm is for a network"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -42,7 +42,7 @@ impl Trainer {
             network = with_imagenet_weights(network, true, &device)?;
         }
         Ok(Trainer {
-            model: Some(network),
+            model: Some(held_as_asked(network, settings)),
             optimizer: adamw(settings.weight_decay, &device),
             loss: training_loss(settings, &device),
             device,
@@ -69,7 +69,7 @@ impl Trainer {
         let network =
             network_from_bytes(settings.network, classes, settings.dropout, &device, model)?;
         Ok(Trainer {
-            model: Some(network),
+            model: Some(held_as_asked(network, settings)),
             optimizer,
             loss: training_loss(settings, &device),
             device,
@@ -245,6 +245,14 @@ pub(crate) fn network_from_bytes(
         );
     }
     Ok(network)
+}
+
+/// `network` with its batch norms' statistics held where `settings` ask for it.
+fn held_as_asked(network: Network, settings: &TrainSettings) -> Network {
+    match settings.hold_batch_norm {
+        true => network.with_norms_held(),
+        false => network,
+    }
 }
 
 fn backbone_rate(settings: &TrainSettings) -> Option<f64> {
