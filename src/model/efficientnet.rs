@@ -334,7 +334,11 @@ mod tests {
         let held = model.clone().with_norms_held();
         let running_mean = |model: &EfficientNetLite0| {
             let norm = model.bn0.as_ref().unwrap();
-            norm.running_mean.value_sync().abs().max().into_scalar::<f32>()
+            norm.running_mean
+                .value_sync()
+                .abs()
+                .max()
+                .into_scalar::<f32>()
         };
         let held_answers = values(held.forward(x.clone()));
         assert!(largest_difference(&held_answers, &folded) < 1e-4);
