@@ -17,6 +17,14 @@ mod settings;
 mod small_cnn;
 mod typical;
 
+/// The autodiff backend a training device runs on flex (without gradient checkpointing): what
+/// the model's own flex operations with gradients (`relu6.rs`, `norm_pool_relu.rs`) reach
+/// through burn's backend extension API.
+type FlexTraining = burn_autodiff::Autodiff<
+    burn::backend::Flex,
+    burn_autodiff::checkpoint::strategy::NoCheckpointing,
+>;
+
 use std::path::{Path, PathBuf};
 
 use anyhow::{Result, ensure};

@@ -11,15 +11,13 @@ use burn::nn::pool::MaxPool2d;
 use burn::nn::{BatchNorm, PaddingConfig2d};
 use burn::tensor::Tensor;
 use burn::tensor::activation::relu;
-use burn_autodiff::Autodiff;
 use burn_autodiff::checkpoint::base::Checkpointer;
 use burn_autodiff::checkpoint::strategy::NoCheckpointing;
 use burn_autodiff::grads::Gradients;
 use burn_autodiff::ops::{Backward, Ops, OpsKind};
 use burn_flex::ops::{NormPoolSaved, batch_norm_max_pool2x2_relu_backward};
 
-/// The autodiff backend a training device runs on flex (without gradient checkpointing).
-type Training = Autodiff<Flex, NoCheckpointing>;
+use super::FlexTraining;
 
 #[derive(Debug)]
 struct NormPoolRelu;
@@ -59,10 +57,10 @@ fn fused(norm: &BatchNorm, pool: &MaxPool2d, x: &Tensor<4>) -> Option<Tensor<4>>
     if !norm.training.is_enabled() || !unpadded || !two_by_two {
         return None;
     }
-    let training = |t: Tensor<4>| t.try_into_primitive::<Training>().ok();
+    let training = |t: Tensor<4>| t.try_into_primitive::<FlexTraining>().ok();
     let input = training(x.clone())?;
-    let gamma = norm.gamma.val().try_into_primitive::<Training>().ok()?;
-    let beta = norm.beta.val().try_into_primitive::<Training>().ok()?;
+    let gamma = norm.gamma.val().try_into_primitive::<FlexTraining>().ok()?;
+    let beta = norm.beta.val().try_into_primitive::<FlexTraining>().ok()?;
     let nodes = [input.node(), gamma.node(), beta.node()];
     let fused = burn_flex::ops::batch_norm_max_pool2x2_relu(
         input.into_primitive(),
@@ -92,7 +90,7 @@ fn fused(norm: &BatchNorm, pool: &MaxPool2d, x: &Tensor<4>) -> Option<Tensor<4>>
         .update(running(norm.running_mean.value_sync(), mean));
     norm.running_var
         .update(running(norm.running_var.value_sync(), variance));
-    Some(Tensor::from_primitive::<Training>(output))
+    Some(Tensor::from_primitive::<FlexTraining>(output))
 }
 
 #[cfg(test)]

@@ -6,7 +6,6 @@
 
 use burn::backend::Flex;
 use burn::tensor::{DType, Tensor};
-use burn_autodiff::Autodiff;
 use burn_autodiff::checkpoint::base::Checkpointer;
 use burn_autodiff::checkpoint::strategy::NoCheckpointing;
 use burn_autodiff::grads::Gradients;
@@ -14,8 +13,7 @@ use burn_autodiff::ops::{Backward, Ops, OpsKind};
 use burn_flex::FlexTensor;
 use burn_flex::ops::{clamp_backward_f32, clamp_f32};
 
-/// The autodiff backend a training device runs on flex (without gradient checkpointing).
-type Training = Autodiff<Flex, NoCheckpointing>;
+use super::FlexTraining;
 
 const LOW: f32 = 0.0;
 const HIGH: f32 = 6.0;
@@ -54,7 +52,7 @@ fn on_flex(x: Tensor<4>) -> Result<Tensor<4>, Box<Tensor<4>>> {
     if x.dtype() != DType::F32 {
         return Err(Box::new(x));
     }
-    if let Ok(input) = x.clone().try_into_primitive::<Training>() {
+    if let Ok(input) = x.clone().try_into_primitive::<FlexTraining>() {
         drop(x);
         let node = input.node();
         let output = clamp_f32(input.into_primitive(), LOW, HIGH).expect(IN_ORDER);
@@ -66,7 +64,7 @@ fn on_flex(x: Tensor<4>) -> Result<Tensor<4>, Box<Tensor<4>>> {
             OpsKind::Tracked(prep) => prep.finish(output.clone(), output),
             OpsKind::UnTracked(prep) => prep.finish(output),
         };
-        return Ok(Tensor::from_primitive::<Training>(output));
+        return Ok(Tensor::from_primitive::<FlexTraining>(output));
     }
     if let Ok(input) = x.clone().try_into_primitive::<Flex>() {
         drop(x);
