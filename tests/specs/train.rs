@@ -280,7 +280,7 @@ fn the_wide_small_cnn_trains_predicts_and_is_named() {
 
 /// EfficientNet-Lite0 starts from ImageNet's weights unless told otherwise: a few steps at
 /// 32 px, saved with the PyTorch port's names, the pixels scaled as those weights expect,
-/// the setting recorded for `--resume` and in catdog.json; and `--pretrained` for a network
+/// the settings recorded for `--resume` and in catdog.json; and `--pretrained` for a network
 /// catdog has no weights for is refused before any work.
 #[test]
 fn efficientnet_lite0_starts_from_imagenets_weights() {
@@ -288,6 +288,8 @@ fn efficientnet_lite0_starts_from_imagenets_weights() {
     let info = run.info();
     assert_eq!(info["architecture"], "efficientnet-lite0");
     assert_eq!(info["settings"]["pretrained"], true);
+    assert_eq!(info["settings"]["backbone_rate"], 0.1);
+    assert_eq!(info["settings"]["hold_batch_norm"], false);
     assert_eq!(info["normalization"]["mean"][0], 0.5);
     let header = weights_header(&run.model);
     assert!(
@@ -302,6 +304,10 @@ fn efficientnet_lite0_starts_from_imagenets_weights() {
         .resume()
         .args(["--pretrained", "false"])
         .fails_with("--pretrained false (the run uses true)");
+    run.train()
+        .resume()
+        .args(["--backbone-rate", "0"])
+        .fails_with("--backbone-rate 0 (the run uses 0.1)");
 
     catdog()
         .train()
