@@ -7,7 +7,8 @@
 //!   them (431 beyond), all within [`HEADER_TIMEOUT`], which also closes a connection kept
 //!   open with nothing to say;
 //! - a body: no pause longer than [`BODY_STALL`] (408), at most [`MAX_UPLOADS`] read or held
-//!   at once (503 beyond), its size bounded by the route;
+//!   at once (others wait their turn, up to [`UPLOAD_WAIT`], then 503), its size bounded by
+//!   the route (a declared one refused before any wait or read);
 //! - HTTP/1.0 and 1.1 only; malformed framing (two Content-Lengths, an unknown
 //!   Transfer-Encoding) is refused by hyper with 400;
 //! - an error while accepting a connection (too many open files) is reported and tried again.
@@ -232,8 +233,9 @@ pub(crate) struct Body {
 /// Why a body could not be read.
 #[derive(Debug)]
 pub(crate) enum BodyError {
-    /// Larger than the limit asked for.
-    TooLarge,
+    /// Larger than the limit asked for: the length the client declared, where it did (then
+    /// nothing was read), or `None` where the bytes sent ran past the limit.
+    TooLarge(Option<u64>),
     /// The client paused longer than [`BODY_STALL`].
     Stalled,
     /// [`MAX_UPLOADS`] other bodies were being read or answered for all of [`UPLOAD_WAIT`].
@@ -244,19 +246,21 @@ pub(crate) enum BodyError {
 
 impl Body {
     /// The length the client declared (Content-Length), where it did.
-    pub fn declared_length(&self) -> Option<u64> {
+    fn declared_length(&self) -> Option<u64> {
         let incoming = self.incoming.as_ref()?;
         hyper::body::Body::size_hint(incoming).exact()
     }
 
     /// The whole body, at most `limit` bytes; an empty one once read.
     pub fn read(&mut self, limit: u64) -> Result<Vec<u8>, BodyError> {
+        if let Some(length) = self.declared_length()
+            && length > limit
+        {
+            return Err(BodyError::TooLarge(Some(length)));
+        }
         let Some(incoming) = self.incoming.take() else {
             return Ok(Vec::new());
         };
-        if self.declared_length().is_some_and(|length| length > limit) {
-            return Err(BodyError::TooLarge);
-        }
         let uploads = Arc::clone(&self.uploads);
         let runtime = self.runtime.clone();
         runtime.block_on(async {
@@ -281,7 +285,7 @@ async fn collect(mut incoming: Incoming, limit: u64) -> Result<Vec<u8>, BodyErro
         };
         if let Ok(data) = frame.into_data() {
             if (bytes.len() + data.len()) as u64 > limit {
-                return Err(BodyError::TooLarge);
+                return Err(BodyError::TooLarge(None));
             }
             bytes.extend_from_slice(&data);
         }

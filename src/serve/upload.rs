@@ -26,16 +26,11 @@ pub(crate) struct Upload {
 /// it is read where its length is declared), one that stalls with 408, and one that waits
 /// too long for the other uploads with 503.
 pub(crate) fn read_body(request: &mut Request) -> Result<Vec<u8>, Reply> {
-    if let Some(length) = request.body.declared_length()
-        && length > MAX_BODY_BYTES
-    {
-        return Err(too_large(&format!(
-            "this request is {}",
-            human_bytes(length)
-        )));
-    }
     request.body.read(MAX_BODY_BYTES).map_err(|err| match err {
-        BodyError::TooLarge => too_large("this request is larger"),
+        BodyError::TooLarge(Some(length)) => {
+            too_large(&format!("this request is {}", human_bytes(length)))
+        }
+        BodyError::TooLarge(None) => too_large("this request is larger"),
         BodyError::Stalled => Reply::error(
             408,
             format!(
