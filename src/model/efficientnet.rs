@@ -17,8 +17,8 @@ use burn::nn::{
 };
 use burn::tensor::{Device, Tensor};
 
-use super::relu6::relu6;
-use super::rewrite::{self, conv_norm, fold};
+use super::fused::{Then, conv_norm_then};
+use super::rewrite::{self, fold};
 
 /// The blocks' stages: repeats, kernel, stride of the first, expansion, channels in and out.
 const STAGES: [(usize, usize, usize, usize, usize, usize); 7] = [
@@ -97,16 +97,15 @@ impl MbConv {
     fn forward(&self, x: Tensor<4>) -> Tensor<4> {
         let input_dims = x.dims();
         let y = match &self.expand_conv {
-            Some(expand) => relu6(conv_norm(expand, &self.bn0, x.clone())),
+            Some(expand) => conv_norm_then(expand, &self.bn0, x.clone(), None, Then::Relu6),
             None => x.clone(),
         };
-        let y = relu6(conv_norm(&self.depthwise_conv, &self.bn1, y));
-        let y = conv_norm(&self.project_conv, &self.bn2, y);
-        // Stride 1 and as many channels out as in: the shortcut.
-        match y.dims() == input_dims {
-            true => y + x,
-            false => y,
-        }
+        let y = conv_norm_then(&self.depthwise_conv, &self.bn1, y, None, Then::Relu6);
+        // Stride 1 and as many channels out as in: the shortcut (the projection is 1×1).
+        let [_, _, height, width] = y.dims();
+        let channels_out = self.project_conv.weight.dims()[0];
+        let shortcut = ([channels_out, height, width] == input_dims[1..]).then_some(x);
+        conv_norm_then(&self.project_conv, &self.bn2, y, shortcut, Then::Nothing)
     }
 
     fn folded(self) -> MbConv {
@@ -183,9 +182,9 @@ impl EfficientNetLite0 {
 
     /// The pooled features, `[batch, 1280]`: what the classifier reads.
     pub fn features(&self, images: Tensor<4>) -> Tensor<2> {
-        let x = relu6(conv_norm(&self.conv_stem, &self.bn0, images));
+        let x = conv_norm_then(&self.conv_stem, &self.bn0, images, None, Then::Relu6);
         let x = self.blocks.iter().fold(x, |x, block| block.forward(x));
-        let x = relu6(conv_norm(&self.conv_head, &self.bn1, x));
+        let x = conv_norm_then(&self.conv_head, &self.bn1, x, None, Then::Relu6);
         self.avgpool.forward(x).flatten::<2>(1, 3)
     }
 

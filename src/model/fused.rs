@@ -1,15 +1,69 @@
-//! A folded block's convolution → 2×2 max-pool → ReLU in one pass on flex, the CPU backend:
-//! burn-flex's `conv2d_max_pool2x2_relu` (vendor/burn-flex/PATCHED.md) pools each part of the
-//! convolution's output while it is still in cache, where the three operations apart write and
-//! read the network's largest activations twice more. Reached through burn's backend
-//! extension API (`Tensor::try_into_primitive`), so other backends, tensors that track
-//! gradients and shapes it does not take get `None`, and the caller the three apart.
+//! A folded network's convolution and what follows it in one pass on flex, the CPU backend
+//! (vendor/burn-flex/PATCHED.md): SmallCnn's convolution → 2×2 max-pool → ReLU
+//! (`conv2d_max_pool2x2_relu`), and ResNet's and EfficientNet's convolution → shortcut → ReLU
+//! or ReLU6 (`conv2d_then`). Each part of the convolution's output is finished while it is
+//! still in cache, where the operations apart write and read the network's largest
+//! activations once more each. Reached through burn's backend extension API
+//! (`Tensor::try_into_primitive`), so other backends, tensors that track gradients and shapes
+//! flex does not take get the operations apart.
 
 use burn::backend::Flex;
-use burn::nn::PaddingConfig2d;
 use burn::nn::conv::Conv2d;
+use burn::nn::{BatchNorm, PaddingConfig2d};
 use burn::tensor::Tensor;
+use burn::tensor::activation::relu;
 use burn::tensor::ops::ConvOptions;
+
+use super::relu6::relu6;
+use super::rewrite::conv_norm;
+
+/// What comes after a convolution, its batch norm and the shortcut added to them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Then {
+    Nothing,
+    Relu,
+    Relu6,
+}
+
+impl Then {
+    /// The bounds it clamps to, as flex's fused convolution takes them.
+    fn bounds(self) -> Option<(f32, f32)> {
+        match self {
+            Then::Nothing => None,
+            Then::Relu => Some((0.0, f32::INFINITY)),
+            Then::Relu6 => Some((0.0, 6.0)),
+        }
+    }
+
+    fn apply(self, x: Tensor<4>) -> Tensor<4> {
+        match self {
+            Then::Nothing => x,
+            Then::Relu => relu(x),
+            Then::Relu6 => relu6(x),
+        }
+    }
+}
+
+/// `then(norm(conv(x)) + add)`: in one pass where flex can (the batch norm folded away, no
+/// gradients tracked), otherwise as the operations apart.
+pub(super) fn conv_norm_then(
+    conv: &Conv2d,
+    norm: &Option<BatchNorm>,
+    x: Tensor<4>,
+    add: Option<Tensor<4>>,
+    then: Then,
+) -> Tensor<4> {
+    if norm.is_none()
+        && let Some(y) = conv_then(conv, &x, add.as_ref(), then)
+    {
+        return y;
+    }
+    let y = conv_norm(conv, norm, x);
+    then.apply(match add {
+        Some(add) => y + add,
+        None => y,
+    })
+}
 
 /// `relu(max_pool2×2(conv(x)))` where flex computes it fused.
 pub(super) fn conv_pool_relu(conv: &Conv2d, x: &Tensor<4>) -> Option<Tensor<4>> {
@@ -20,13 +74,57 @@ pub(super) fn conv_pool_relu(conv: &Conv2d, x: &Tensor<4>) -> Option<Tensor<4>> 
         Some(bias) => Some(bias.val().try_into_primitive::<Flex>().ok()?),
         None => None,
     };
-    // SmallCnn's padding is explicit; `Same` is computed inside burn-nn, so it composes.
-    let padding = match conv.padding {
-        PaddingConfig2d::Explicit(top, left, bottom, right) => [(top, bottom), (left, right)],
-        PaddingConfig2d::Valid => [(0, 0), (0, 0)],
-        PaddingConfig2d::Same => return None,
-    };
-    let options = ConvOptions::new_with_padding(conv.stride, padding, conv.dilation, conv.groups);
-    burn_flex::ops::conv2d_max_pool2x2_relu(input, weight, bias, &options)
+    burn_flex::ops::conv2d_max_pool2x2_relu(input, weight, bias, &options(conv, x))
         .map(Tensor::from_primitive::<Flex>)
+}
+
+/// `then(conv(x) + add)` where flex computes it fused.
+fn conv_then(
+    conv: &Conv2d,
+    x: &Tensor<4>,
+    add: Option<&Tensor<4>>,
+    then: Then,
+) -> Option<Tensor<4>> {
+    let flex = |t: Tensor<4>| t.try_into_primitive::<Flex>().ok();
+    let input = flex(x.clone())?;
+    let weight = flex(conv.weight.val())?;
+    let bias = match &conv.bias {
+        Some(bias) => Some(bias.val().try_into_primitive::<Flex>().ok()?),
+        None => None,
+    };
+    let add = match add {
+        Some(add) => Some(flex(add.clone())?),
+        None => None,
+    };
+    burn_flex::ops::conv2d_then(input, weight, bias, &options(conv, x), add, then.bounds())
+        .map(Tensor::from_primitive::<Flex>)
+}
+
+/// `conv`'s options for input `x`, its padding worked out as burn-nn 0.22's `Conv2d::forward`
+/// does (its own function for that is private to it).
+fn options(conv: &Conv2d, x: &Tensor<4>) -> ConvOptions<2> {
+    let [_, _, height, width] = x.dims();
+    let padding = match conv.padding {
+        PaddingConfig2d::Valid => [(0, 0), (0, 0)],
+        PaddingConfig2d::Explicit(top, left, bottom, right) => [(top, bottom), (left, right)],
+        PaddingConfig2d::Same => [0, 1].map(|axis| {
+            same_padding(
+                conv.kernel_size[axis],
+                conv.stride[axis],
+                [height, width][axis],
+            )
+        }),
+    };
+    ConvOptions::new_with_padding(conv.stride, padding, conv.dilation, conv.groups)
+}
+
+/// TensorFlow's "same" padding along one axis, as burn-nn computes it: enough for
+/// `⌈size / stride⌉` outputs, the odd pixel at the end (right or bottom).
+fn same_padding(kernel: usize, stride: usize, size: usize) -> (usize, usize) {
+    let outputs = size.div_ceil(stride);
+    let total = match outputs {
+        0 => 0,
+        _ => ((outputs - 1) * stride + kernel).saturating_sub(size),
+    };
+    (total / 2, total - total / 2)
 }

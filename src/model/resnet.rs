@@ -12,9 +12,9 @@ use burn::nn::{
     BatchNorm, BatchNormConfig, Dropout, DropoutConfig, Initializer, Linear, LinearConfig,
     PaddingConfig2d,
 };
-use burn::tensor::activation::relu;
 use burn::tensor::{Device, Tensor};
 
+use super::fused::{Then, conv_norm_then};
 use super::rewrite::{self, conv_norm, fold};
 
 /// Channels of the four stages.
@@ -76,8 +76,8 @@ impl BasicBlock {
             Some(down) => conv_norm(&down.conv, &down.norm, x.clone()),
             None => x.clone(),
         };
-        let y = relu(conv_norm(&self.conv1, &self.bn1, x));
-        relu(conv_norm(&self.conv2, &self.bn2, y) + shortcut)
+        let y = conv_norm_then(&self.conv1, &self.bn1, x, None, Then::Relu);
+        conv_norm_then(&self.conv2, &self.bn2, y, Some(shortcut), Then::Relu)
     }
 
     fn folded(self) -> Self {
@@ -148,7 +148,7 @@ impl ResNet18 {
 
     /// Logits, `[batch, classes]`.
     pub fn forward(&self, images: Tensor<4>) -> Tensor<2> {
-        let x = relu(conv_norm(&self.conv1, &self.bn1, images));
+        let x = conv_norm_then(&self.conv1, &self.bn1, images, None, Then::Relu);
         let x = self.maxpool.forward(x);
         let x = [&self.layer1, &self.layer2, &self.layer3, &self.layer4]
             .into_iter()

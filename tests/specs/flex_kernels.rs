@@ -1,7 +1,7 @@
 //! The vendored burn-flex's own kernels (vendor/burn-flex/PATCHED.md names the test of each):
 //! convolution, max-pool and batch norm, their gradients, and the fused convolution → pool →
-//! ReLU and batch norm → pool → ReLU, each against burn's unpatched ndarray backend; and a
-//! kernel larger than its padded input refused.
+//! ReLU, convolution → shortcut → clamp and batch norm → pool → ReLU, each against burn's
+//! unpatched ndarray backend; and a kernel larger than its padded input refused.
 
 use burn::tensor::{Device, Tensor};
 use catdog::device::{CpuBackend, cpu_backend};
@@ -255,31 +255,64 @@ fn flex_convolution_and_its_gradients_match_ndarray() {
     }
 }
 
-/// The model's 2×2 max-pool (flex's own, vendor/burn-flex/src/ops/patch/pool.rs) at
-/// inference and with its gradient: odd sizes, batch 1, ties; and a pooling it leaves to
-/// upstream.
+/// flex's own max-pools at inference and with their gradient: SmallCnn's 2×2
+/// (vendor/burn-flex/src/ops/patch/pool.rs) with odd sizes, batch 1 and ties, and a pooling
+/// it leaves to upstream (ceil mode); ResNet's 3×3 of stride 2 with padding 1 and other
+/// windows (pool_window.rs), odd sizes, ties, uneven and no padding; and a dilated one,
+/// upstream's.
 #[test]
 fn flex_max_pool_and_its_gradient_match_ndarray() {
     use burn::tensor::module::max_pool2d;
     use burn::tensor::ops::MaxPoolOptions;
 
-    let ties = tied_data();
+    let two = ([2, 2], [2, 2], [0, 0], 1);
     let cases = [
-        (random_data([3, 4, 8, 6], 0), false),
-        (random_data([2, 3, 7, 9], 1), false),
-        (random_data([1, 2, 2, 2], 2), false),
-        (random_data([1, 1, 5, 4], 3), false),
-        (ties, false),
-        (random_data([2, 2, 5, 5], 4), true),
+        (random_data([3, 4, 8, 6], 0), two, false),
+        (random_data([2, 3, 7, 9], 1), two, false),
+        (random_data([1, 2, 2, 2], 2), two, false),
+        (random_data([1, 1, 5, 4], 3), two, false),
+        (tied_data(), two, false),
+        (random_data([2, 2, 5, 5], 4), two, true),
+        (
+            random_data([2, 3, 12, 12], 5),
+            ([3, 3], [2, 2], [1, 1], 1),
+            false,
+        ),
+        (
+            random_data([1, 2, 9, 7], 6),
+            ([3, 3], [2, 2], [1, 1], 1),
+            false,
+        ),
+        (tied_data(), ([3, 3], [2, 2], [1, 1], 1), false),
+        (tied_data(), ([3, 2], [1, 2], [1, 0], 1), false),
+        (
+            random_data([2, 2, 7, 8], 7),
+            ([3, 3], [1, 1], [0, 0], 1),
+            false,
+        ),
+        (
+            random_data([1, 3, 6, 9], 8),
+            ([2, 4], [3, 1], [1, 2], 1),
+            false,
+        ),
+        (
+            random_data([1, 2, 9, 9], 9),
+            ([3, 3], [2, 2], [1, 1], 2),
+            false,
+        ),
     ];
-    for (x, ceil_mode) in cases {
-        let case = format!("{:?}, ceil_mode {ceil_mode}", x.shape());
+    for (x, (kernel, stride, [pad_h, pad_w], dilation), ceil_mode) in cases {
+        let case = format!(
+            "{:?}, kernel {kernel:?}, stride {stride:?}, padding [{pad_h}, {pad_w}], \
+             dilation {dilation}, ceil_mode {ceil_mode}",
+            x.shape()
+        );
         assert_flex_matches_ndarray(&case, |device, weights| {
             let options = MaxPoolOptions {
-                kernel_size: [2, 2],
-                stride: [2, 2],
-                padding: [(0, 0), (0, 0)],
-                dilation: [1, 1],
+                kernel_size: kernel,
+                stride,
+                padding: [(pad_h, pad_h), (pad_w, pad_w)],
+                dilation: [dilation, dilation],
                 ceil_mode,
             };
             let pool = |x: Tensor<4>| max_pool2d(x, options.clone());
@@ -378,6 +411,139 @@ fn flex_fused_convolution_pool_and_relu_match_ndarray() {
     );
     let groups = ConvOptions::new([1, 1], [1, 1], [1, 1], 2);
     assert!(fused(&x, &w, None, &groups).is_none(), "two groups");
+}
+
+/// burn-flex's convolution → added tensor → clamp in one pass (what catdog's prediction runs
+/// on flex for ResNet-18 and EfficientNet-Lite0, src/model/fused.rs) against the operations
+/// apart on ndarray, on each of flex's paths: Winograd's (batch 16, so that a 16-thread
+/// machine takes it too), im2col's (a 7×7 stem of stride 2, a 1×1 of stride 2, batch 1), the
+/// pointwise 1×1 and the depthwise ones (uneven "same" padding); ReLU after a shortcut, ReLU6
+/// alone, the shortcut alone. Two groups that are not depthwise, and a shortcut of another
+/// shape, are left to the caller (`None`).
+#[test]
+fn flex_fused_convolution_shortcut_and_clamp_match_ndarray() {
+    use burn::backend::Flex;
+    use burn::tensor::module::conv2d;
+    use burn::tensor::ops::ConvOptions;
+
+    let relu = Some((0.0, f32::INFINITY));
+    let relu6 = Some((0.0, 6.0));
+    let padded = |pad: usize, stride: usize| ConvOptions::new([stride; 2], [pad; 2], [1, 1], 1);
+    let depthwise = |channels: usize, stride: usize, (begin, end): (usize, usize)| {
+        ConvOptions::new_with_padding([stride; 2], [(begin, end); 2], [1, 1], channels)
+    };
+    let fused = |x: &burn::tensor::TensorData,
+                 w: &burn::tensor::TensorData,
+                 b: &burn::tensor::TensorData,
+                 add: Option<&burn::tensor::TensorData>,
+                 options: &ConvOptions<2>,
+                 clamp: Option<(f32, f32)>| {
+        burn_flex::ops::conv2d_then(
+            flex_primitive::<4>(x),
+            flex_primitive::<4>(w),
+            Some(flex_primitive::<1>(b)),
+            options,
+            add.map(flex_primitive::<4>),
+            clamp,
+        )
+        .map(|y| Tensor::<4>::from_primitive::<Flex>(y).into_data())
+    };
+    let cases = [
+        ([16, 16, 8, 6], [17, 16, 3, 3], padded(1, 1), true, relu),
+        ([2, 16, 9, 7], [16, 16, 3, 3], padded(1, 1), true, relu6),
+        ([2, 3, 15, 13], [8, 3, 7, 7], padded(3, 2), false, relu),
+        ([1, 8, 9, 9], [12, 8, 1, 1], padded(0, 2), true, None),
+        ([2, 12, 5, 6], [20, 12, 1, 1], padded(0, 1), true, relu6),
+        (
+            [2, 24, 9, 8],
+            [24, 1, 3, 3],
+            depthwise(24, 2, (0, 1)),
+            false,
+            relu6,
+        ),
+        (
+            [2, 24, 7, 7],
+            [24, 1, 5, 5],
+            depthwise(24, 1, (2, 2)),
+            true,
+            relu6,
+        ),
+    ];
+    let ndarray = cpu_backend(CpuBackend::Ndarray).device;
+    for (i, (x_shape, w_shape, options, shortcut, clamp)) in cases.into_iter().enumerate() {
+        let case =
+            format!("{x_shape:?} * {w_shape:?}, {options:?}, shortcut {shortcut}, {clamp:?}");
+        let seed = 200 + 4 * i as u64;
+        // Weights in [−3, 3), so that even 9-term sums reach past ReLU6's 6.
+        let w = random_data(w_shape, seed + 1);
+        let w = burn::tensor::TensorData::new(
+            w.iter::<f32>().map(|v| 3.0 * v).collect::<Vec<_>>(),
+            w_shape,
+        );
+        let (x, b) = (
+            random_data(x_shape, seed),
+            random_data([w_shape[0]], seed + 2),
+        );
+        let y = conv2d(
+            Tensor::<4>::from_data(x.clone(), &ndarray),
+            Tensor::<4>::from_data(w.clone(), &ndarray),
+            Some(Tensor::<1>::from_data(b.clone(), &ndarray)),
+            options.clone(),
+        );
+        let add = shortcut.then(|| random_data(y.dims(), seed + 3));
+        let y = match &add {
+            Some(add) => y + Tensor::<4>::from_data(add.clone(), &ndarray),
+            None => y,
+        };
+        let expected = match clamp {
+            Some((low, high)) => y.clamp(low, high.min(f32::MAX)),
+            None => y,
+        }
+        .into_data();
+        let actual = fused(&x, &w, &b, add.as_ref(), &options, clamp)
+            .unwrap_or_else(|| panic!("not fused: {case}"));
+        assert_eq!(actual.shape(), expected.shape(), "{case}");
+        let (a, e) = (
+            actual.try_to_vec::<f32>().unwrap(),
+            expected.try_to_vec::<f32>().unwrap(),
+        );
+        let rms = (e.iter().map(|e| e * e).sum::<f32>() / e.len() as f32).sqrt();
+        for (a, e) in a.iter().zip(&e) {
+            assert!(
+                (a - e).abs() <= 1e-4 * e.abs().max(rms).max(1.0),
+                "{a} against {e}, {case}"
+            );
+        }
+        // The clamp was reached: values at its bounds and between them.
+        if let Some((low, high)) = clamp {
+            assert!(
+                e.contains(&low) && e.iter().any(|&v| v > low && v < high),
+                "{case}"
+            );
+        }
+        if clamp == relu6 {
+            assert!(e.contains(&6.0), "nothing reached 6, {case}");
+        }
+    }
+    let (x, w, b) = (
+        random_data([2, 4, 8, 8], 300),
+        random_data([4, 2, 3, 3], 301),
+        random_data([4], 302),
+    );
+    let groups = ConvOptions::new([1, 1], [1, 1], [1, 1], 2);
+    assert!(
+        fused(&x, &w, &b, None, &groups, relu).is_none(),
+        "two groups"
+    );
+    let (w, wrong) = (
+        random_data([4, 4, 3, 3], 303),
+        random_data([2, 4, 8, 7], 304),
+    );
+    let same = padded(1, 1);
+    assert!(
+        fused(&x, &w, &b, Some(&wrong), &same, relu).is_none(),
+        "a shortcut of another shape"
+    );
 }
 
 /// The 2×2 pool with i64 indices (what a direct `ModuleOps` call may ask for; autodiff asks

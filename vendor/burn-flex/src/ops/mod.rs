@@ -102,7 +102,7 @@ mod patch;
 #[cfg(feature = "rayon")]
 pub use patch::clamp::{clamp_backward_f32, clamp_f32};
 #[cfg(feature = "rayon")]
-pub use patch::conv::conv2d_max_pool2x2_relu;
+pub use patch::conv::{conv2d_max_pool2x2_relu, conv2d_then};
 #[cfg(feature = "rayon")]
 pub use patch::norm_pool::{
     NormPoolRelu, NormPoolSaved, batch_norm_max_pool2x2_relu, batch_norm_max_pool2x2_relu_backward,

@@ -544,6 +544,10 @@ impl ModuleOps<Flex> for Flex {
         if patch::pool::applies(&x, kernel_size, stride, padding, dilation, ceil_mode) {
             return patch::pool::max_pool2d_2x2(x);
         }
+        #[cfg(feature = "rayon")]
+        if patch::pool_window::applies(&x, kernel_size, stride, padding, dilation, ceil_mode) {
+            return patch::pool_window::max_pool2d(x, kernel_size, stride, padding);
+        }
         match x.dtype() {
             DType::F32 => {
                 pool::max_pool2d_f32(x, kernel_size, stride, padding, dilation, ceil_mode)
@@ -573,6 +577,20 @@ impl ModuleOps<Flex> for Flex {
         #[cfg(feature = "rayon")]
         if patch::pool::applies(&x, kernel_size, stride, padding, dilation, ceil_mode) {
             let (output, mut indices) = patch::pool::max_pool2d_2x2_with_indices(x, indices_dtype);
+            if indices.dtype() != DType::from(indices_dtype) {
+                indices = Flex::int_cast(indices, indices_dtype);
+            }
+            return MaxPool2dWithIndices::new(output, indices);
+        }
+        #[cfg(feature = "rayon")]
+        if patch::pool_window::applies(&x, kernel_size, stride, padding, dilation, ceil_mode) {
+            let (output, mut indices) = patch::pool_window::max_pool2d_with_indices(
+                x,
+                kernel_size,
+                stride,
+                padding,
+                indices_dtype,
+            );
             if indices.dtype() != DType::from(indices_dtype) {
                 indices = Flex::int_cast(indices, indices_dtype);
             }

@@ -23,6 +23,7 @@ use rayon::prelude::*;
 use super::gemm::{Matrix, gemm, gemm_strided};
 use super::pool::{max_relu, pool_rows};
 use super::depthwise;
+use super::epilogue::Epilogue;
 use super::winograd::{self, Dims, Output};
 use super::{Element, assume_written, lane_sums, narrow, widen};
 use crate::{FlexTensor, Layout};
@@ -239,25 +240,28 @@ impl Geometry {
     }
 }
 
-/// `y = conv(x, weight) + bias`, pooled as `output` says (then with even output sizes). Each
-/// output image starts as its bias (written once, in cache, instead of zeroed and then added
-/// to in a second pass) and gemm adds the products; a pooled image is made whole in a
-/// per-thread buffer, in cache, and pooled from there.
+/// `y = conv(x, weight) + bias`, pooled as `output` says (then with even output sizes), or
+/// with `after` applied to each part as it is made (plain output only). Each output image
+/// starts as its bias (written once, in cache, instead of zeroed and then added to in a
+/// second pass) and gemm adds the products; a pooled image is made whole in a per-thread
+/// buffer, in cache, and pooled from there.
 fn forward<T: Element>(
     g: &Geometry,
     x: &[T],
     weight: &[T],
     bias: Option<&[T]>,
     output: Output,
+    after: Epilogue<'_, T>,
 ) -> Vec<T> {
+    debug_assert!(output == Output::Plain || after.is_none());
     if output == Output::Plain && depthwise::applies(g) {
-        return depthwise::forward(g, x, weight, bias);
+        return depthwise::forward(g, x, weight, bias, after);
     }
     if let Some(d) = g.winograd(g.c_in) {
         let u = winograd::transform_weights(d.c_out, d.c_in, |k, c| {
             core::array::from_fn(|i| weight[(k * d.c_in + c) * 9 + i])
         });
-        return winograd::conv3x3(&d, x, &u, bias, output);
+        return winograd::conv3x3(&d, x, &u, bias, output, after);
     }
     let (rows, plane, c_out) = (g.group_rows(), g.out_plane(), g.group_c_out());
     let image_out = output.image_len(g.c_out, g.h_out, g.w_out);
@@ -307,8 +311,9 @@ fn forward<T: Element>(
                         parallelism,
                     );
                 }
-                if output == Output::PooledRelu {
-                    pool_rows(full, g.w_out, g.w_out / 2, y_b, max_relu);
+                match output {
+                    Output::PooledRelu => pool_rows(full, g.w_out, g.w_out / 2, y_b, max_relu),
+                    Output::Plain => after.apply(b * image_out, image),
                 }
             },
         );
@@ -332,7 +337,7 @@ fn input_grad<T: Element>(g: &Geometry, weight: &[T], dy: &[T]) -> Vec<T> {
             c_out: d.c_in,
             ..d
         };
-        return winograd::conv3x3(&swapped, dy, &u, None, Output::Plain);
+        return winograd::conv3x3(&swapped, dy, &u, None, Output::Plain, Epilogue::NONE);
     }
     let (rows, plane, c_out) = (g.group_rows(), g.out_plane(), g.group_c_out());
     let mut dx = vec![T::zero(); g.batch * g.image_len()];
@@ -475,6 +480,7 @@ pub fn conv2d_f32(
         weight.storage(),
         bias.as_ref().map(|bias| bias.storage()),
         Output::Plain,
+        Epilogue::NONE,
     );
     let out_shape = Shape::from(vec![g.batch, g.c_out, out[0], out[1]]);
     FlexTensor::new(
@@ -482,6 +488,60 @@ pub fn conv2d_f32(
         Layout::contiguous(out_shape),
         DType::F32,
     )
+}
+
+/// `clamp(conv2d(x, weight) + bias + add)`, with `add` (of the output's shape) and the clamp
+/// each optional: a residual network's convolution → shortcut → ReLU, or a mobile network's
+/// convolution → ReLU6, in one pass over the output instead of one pass each, applied to
+/// each part of the output as it is made. The same values as the operations apart, except
+/// that NaN stays NaN through the clamp (as burn's ReLU). f32, one group or depthwise;
+/// `None` otherwise, or where `add`'s shape is not the output's, for the caller to compose
+/// the operations.
+pub fn conv2d_then(
+    x: FlexTensor,
+    weight: FlexTensor,
+    bias: Option<FlexTensor>,
+    options: &ConvOptions<2>,
+    add: Option<FlexTensor>,
+    clamp: Option<(f32, f32)>,
+) -> Option<FlexTensor> {
+    let f32 = [Some(&x), Some(&weight), bias.as_ref(), add.as_ref()]
+        .into_iter()
+        .flatten()
+        .all(|t| t.dtype() == DType::F32);
+    let (x_shape, w_shape) = (x.layout().shape(), weight.layout().shape());
+    if !f32 || x_shape.num_dims() != 4 || w_shape.num_dims() != 4 {
+        return None;
+    }
+    if !handles(x_shape, w_shape, options) {
+        return None;
+    }
+    let out = Geometry::output_size(x_shape, w_shape, options);
+    let g = Geometry::new(x_shape, w_shape, options, out);
+    let out_shape = Shape::from(vec![g.batch, g.c_out, out[0], out[1]]);
+    if add.as_ref().is_some_and(|add| add.layout().shape() != &out_shape) {
+        return None;
+    }
+    let (x, weight) = (x.to_contiguous(), weight.to_contiguous());
+    let bias = bias.map(|bias| bias.to_contiguous());
+    let add = add.map(|add| add.to_contiguous());
+    let after = Epilogue {
+        add: add.as_ref().map(|add| add.storage()),
+        clamp,
+    };
+    let y = forward::<f32>(
+        &g,
+        x.storage(),
+        weight.storage(),
+        bias.as_ref().map(|bias| bias.storage()),
+        Output::Plain,
+        after,
+    );
+    Some(FlexTensor::new(
+        Bytes::from_elems(y),
+        Layout::contiguous(out_shape),
+        DType::F32,
+    ))
 }
 
 /// `relu(max_pool2d(conv2d(x, weight) + bias))` with a 2×2 pool of stride 2, the block of
@@ -517,6 +577,7 @@ pub fn conv2d_max_pool2x2_relu(
         weight.storage(),
         bias.as_ref().map(|bias| bias.storage()),
         Output::PooledRelu,
+        Epilogue::NONE,
     );
     let out_shape = Shape::from(vec![g.batch, g.c_out, out[0] / 2, out[1] / 2]);
     Some(FlexTensor::new(

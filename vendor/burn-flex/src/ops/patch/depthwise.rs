@@ -21,6 +21,7 @@ use alloc::vec::Vec;
 use rayon::prelude::*;
 
 use super::conv::Geometry;
+use super::epilogue::Epilogue;
 use super::{Element, assume_written};
 
 /// Output planes a task takes at least: the 7×7 planes of a network's last stages are 49
@@ -167,6 +168,7 @@ pub(super) fn forward<T: Element>(
     x: &[T],
     weight: &[T],
     bias: Option<&[T]>,
+    after: Epilogue<'_, T>,
 ) -> Vec<T> {
     let (plane_in, plane_out) = (g.h_in * g.w_in, g.out_plane());
     let len = g.batch * g.c_out * plane_out;
@@ -200,6 +202,7 @@ pub(super) fn forward<T: Element>(
                         }
                     }
                 }
+                after.apply(i * plane_out, out);
             },
         );
     // SAFETY: the loop wrote every plane, all `len` values.

@@ -6,9 +6,11 @@ pub(crate) mod batch_norm;
 pub(crate) mod clamp;
 pub(crate) mod conv;
 mod depthwise;
+mod epilogue;
 mod gemm;
 pub(crate) mod norm_pool;
 pub(crate) mod pool;
+pub(crate) mod pool_window;
 mod winograd;
 
 use core::mem::MaybeUninit;

@@ -30,6 +30,7 @@ use core::ops::Range;
 
 use rayon::prelude::*;
 
+use super::epilogue::Epilogue;
 use super::gemm::{Matrix, gemm};
 use super::pool::max_relu;
 use super::{Element, assume_written, par_written};
@@ -209,6 +210,7 @@ pub(super) fn conv3x3<T: Element>(
     u: &[T],
     bias: Option<&[T]>,
     output: Output,
+    after: Epilogue<'_, T>,
 ) -> Vec<T> {
     let (image_in, image_out) = (d.c_in * d.h * d.w, output.image_len(d.c_out, d.h, d.w));
     let len = d.batch * image_out;
@@ -260,7 +262,8 @@ pub(super) fn conv3x3<T: Element>(
                                 parallelism,
                             );
                         }
-                        transform_output::<T>(d, rows, &mut scratch, bias, output, y_task);
+                        let after = after.from(first_image * image_out);
+                        transform_output::<T>(d, rows, &mut scratch, bias, output, after, y_task);
                     }
                 }
             })
@@ -619,8 +622,8 @@ fn output_grad_middle<T: Element>([e0, e1, e2, e3]: [T; BLOCK]) -> [T; 4] {
 /// `Aᵀ M A + bias` for every tile of the tile `rows` and output channel, with
 /// `Aᵀ = [[1, 1, 1, 1, 1, 0], [0, 1, −1, 2, −2, 0], [0, 1, 1, 4, 4, 0], [0, 1, −1, 8, −8, 1]]`,
 /// written into the task's output images `y` (the parts of 4×4 blocks past an edge are
-/// dropped), or with [`Output::PooledRelu`] the ReLU'd maximum of each of a block's four 2×2
-/// windows. The sums run over all `n` tiles of the block; only the writes into the output
+/// dropped) and then through `after` row by row, or with [`Output::PooledRelu`] the ReLU'd
+/// maximum of each of a block's four 2×2 windows. The sums run over all `n` tiles of the block; only the writes into the output
 /// rows go along each tile row.
 #[allow(clippy::extra_unused_type_parameters)]
 #[cfg_attr(feature = "simd", macerator::with_simd)]
@@ -630,6 +633,7 @@ fn transform_output<'a, 's, #[cfg(feature = "simd")] S: macerator::Simd, T: Elem
     scratch: &mut Scratch<'s, T>,
     bias: Option<&'a [T]>,
     output: Output,
+    after: Epilogue<'a, T>,
     y: &mut [MaybeUninit<T>],
 ) {
     let (tile_rows, tile_cols) = (d.tile_rows(), d.tile_cols());
@@ -685,7 +689,11 @@ fn transform_output<'a, 's, #[cfg(feature = "simd")] S: macerator::Simd, T: Elem
                 let oy = BLOCK * ty + i;
                 if oy < d.h {
                     let sets = core::array::from_fn(|j| at(i, j));
-                    interleave(&mut y_plane[oy * d.w..][..d.w], sets);
+                    let y_row = &mut y_plane[oy * d.w..][..d.w];
+                    interleave(y_row, sets);
+                    // SAFETY: `interleave` wrote the whole row.
+                    let y_row = unsafe { assume_written(y_row) };
+                    after.apply(((image * d.c_out + k) * d.h + oy) * d.w, y_row);
                 }
             }
         }

@@ -1,0 +1,213 @@
+//! 2D max pooling over any window without dilation, such as ResNet's 3×3 of stride 2 with
+//! padding 1 after its first convolution, a plane per rayon task.
+//!
+//! Upstream burn-flex 0.22.1 runs every 2D max pool through its 3D pooling with indices,
+//! working out each output's window with divisions and comparing value by value, also at
+//! inference where no indices are needed: at 224 px and batch 32 that one pooling took a
+//! sixth of ResNet-18's inference. Here, without indices, each output row first takes the
+//! maximum of its window's input rows for the whole row at once (in vector instructions),
+//! then each output the maximum of its window's columns of that; with indices, each window is
+//! read in upstream's order from bounds worked out once per row and column. The results are
+//! upstream's: NaN anywhere in a window gives NaN, with the index of its last NaN; ties give
+//! the first maximum's index (row by row). Only the sign of a zero may differ where a window
+//! holds both 0 and −0 and no indices are asked for.
+
+use alloc::vec::Vec;
+
+use burn_backend::DType;
+use burn_std::{Bytes, IntDType, Shape};
+use rayon::prelude::*;
+
+use super::pool::Index;
+use super::par_written;
+use crate::{FlexTensor, Layout};
+
+/// Whether this module computes this pooling of `x`: f32 `[batch, channels, h, w]`, no
+/// dilation, no ceil mode, and padding at most half the window (as PyTorch requires), so
+/// that every window holds at least one input value.
+pub(crate) fn applies(
+    x: &FlexTensor,
+    kernel: [usize; 2],
+    stride: [usize; 2],
+    padding: [usize; 2],
+    dilation: [usize; 2],
+    ceil_mode: bool,
+) -> bool {
+    let shape = x.layout().shape();
+    let fits = |axis: usize| {
+        let side = shape[2 + axis];
+        kernel[axis] > 0
+            && stride[axis] > 0
+            && 2 * padding[axis] <= kernel[axis]
+            && side > 0
+            && side + 2 * padding[axis] >= kernel[axis]
+    };
+    x.dtype() == DType::F32
+        && shape.num_dims() == 4
+        && dilation == [1, 1]
+        && !ceil_mode
+        && fits(0)
+        && fits(1)
+}
+
+/// Sizes of one pooling.
+#[derive(Clone, Copy)]
+struct Window {
+    kernel: [usize; 2],
+    stride: [usize; 2],
+    padding: [usize; 2],
+    input: [usize; 2],
+    output: [usize; 2],
+}
+
+impl Window {
+    fn new(x: &Shape, kernel: [usize; 2], stride: [usize; 2], padding: [usize; 2]) -> Window {
+        let input = [x[2], x[3]];
+        let output = core::array::from_fn(|a| {
+            (input[a] + 2 * padding[a] - kernel[a]) / stride[a] + 1
+        });
+        Window {
+            kernel,
+            stride,
+            padding,
+            input,
+            output,
+        }
+    }
+
+    /// The input positions `[lo, hi)` along `axis` in the window of output position `o`.
+    fn range(&self, axis: usize, o: usize) -> (usize, usize) {
+        let start = o * self.stride[axis];
+        let lo = start.saturating_sub(self.padding[axis]);
+        let hi = (start + self.kernel[axis] - self.padding[axis]).min(self.input[axis]);
+        (lo, hi)
+    }
+
+    fn ranges(&self, axis: usize) -> Vec<(usize, usize)> {
+        (0..self.output[axis]).map(|o| self.range(axis, o)).collect()
+    }
+
+    fn out_shape(&self, x: &Shape) -> Shape {
+        Shape::from(alloc::vec![x[0], x[1], self.output[0], self.output[1]])
+    }
+}
+
+/// The larger of the two, NaN winning (as upstream's comparison lets it).
+#[inline(always)]
+fn nan_max(max: f32, v: f32) -> f32 {
+    if v > max || v.is_nan() { v } else { max }
+}
+
+/// The pooled tensor (see [`applies`]).
+pub(crate) fn max_pool2d(
+    x: FlexTensor,
+    kernel: [usize; 2],
+    stride: [usize; 2],
+    padding: [usize; 2],
+) -> FlexTensor {
+    let x = x.into_contiguous();
+    let shape = x.layout().shape().clone();
+    let window = Window::new(&shape, kernel, stride, padding);
+    let [h, w] = window.input;
+    let [oh, ow] = window.output;
+    let (rows, columns) = (window.ranges(0), window.ranges(1));
+    let data: &[f32] = x.storage();
+    let out_shape = window.out_shape(&shape);
+    let out = par_written(out_shape.num_elements(), oh * ow, |i, out| {
+        let plane = &data[i * h * w..][..h * w];
+        let mut most = alloc::vec![0f32; w];
+        for (out_row, &(y0, y1)) in out.chunks_exact_mut(ow).zip(&rows) {
+            most.copy_from_slice(&plane[y0 * w..][..w]);
+            for y in y0 + 1..y1 {
+                for (m, &v) in most.iter_mut().zip(&plane[y * w..][..w]) {
+                    *m = nan_max(*m, v);
+                }
+            }
+            for (o, &(x0, x1)) in out_row.iter_mut().zip(&columns) {
+                let window = &most[x0..x1];
+                o.write(window[1..].iter().fold(window[0], |m, &v| nan_max(m, v)));
+            }
+        }
+    });
+    FlexTensor::new(
+        Bytes::from_elems(out),
+        Layout::contiguous(out_shape),
+        DType::F32,
+    )
+}
+
+/// The pooled tensor and, for each output, the position in its input plane (`y · w + x`)
+/// that it came from: as i32 where `dtype` asks for it and every position fits, as i64
+/// otherwise (as `pool::max_pool2d_2x2_with_indices`).
+pub(crate) fn max_pool2d_with_indices(
+    x: FlexTensor,
+    kernel: [usize; 2],
+    stride: [usize; 2],
+    padding: [usize; 2],
+    dtype: IntDType,
+) -> (FlexTensor, FlexTensor) {
+    let shape = x.layout().shape();
+    if dtype == IntDType::I32 && shape[2].saturating_mul(shape[3]) <= i32::MAX as usize {
+        with_indices::<i32>(x, kernel, stride, padding)
+    } else {
+        with_indices::<i64>(x, kernel, stride, padding)
+    }
+}
+
+fn with_indices<I: Index>(
+    x: FlexTensor,
+    kernel: [usize; 2],
+    stride: [usize; 2],
+    padding: [usize; 2],
+) -> (FlexTensor, FlexTensor) {
+    let x = x.into_contiguous();
+    let shape = x.layout().shape().clone();
+    let window = Window::new(&shape, kernel, stride, padding);
+    let [h, w] = window.input;
+    let [oh, ow] = window.output;
+    let (rows, columns) = (window.ranges(0), window.ranges(1));
+    let data: &[f32] = x.storage();
+    let out_shape = window.out_shape(&shape);
+    let len = out_shape.num_elements();
+    let (mut out, mut indices) = (Vec::with_capacity(len), Vec::with_capacity(len));
+    out.spare_capacity_mut()[..len]
+        .par_chunks_mut((oh * ow).max(1))
+        .zip(indices.spare_capacity_mut()[..len].par_chunks_mut((oh * ow).max(1)))
+        .enumerate()
+        .for_each(|(i, (out, indices))| {
+            let plane = &data[i * h * w..][..h * w];
+            let out_rows = out.chunks_exact_mut(ow).zip(indices.chunks_exact_mut(ow));
+            for ((out, indices), &(y0, y1)) in out_rows.zip(&rows) {
+                for ((o, index), &(x0, x1)) in out.iter_mut().zip(indices).zip(&columns) {
+                    let (mut max, mut at) = (plane[y0 * w + x0], y0 * w + x0);
+                    for y in y0..y1 {
+                        for (x, &v) in (x0..x1).zip(&plane[y * w + x0..y * w + x1]) {
+                            if v > max || v.is_nan() {
+                                (max, at) = (v, y * w + x);
+                            }
+                        }
+                    }
+                    o.write(max);
+                    index.write(I::from_position(at));
+                }
+            }
+        });
+    // SAFETY: each plane's task wrote all `oh · ow` values of both.
+    let (out, indices) = unsafe {
+        out.set_len(len);
+        indices.set_len(len);
+        (out, indices)
+    };
+    (
+        FlexTensor::new(
+            Bytes::from_elems(out),
+            Layout::contiguous(out_shape.clone()),
+            DType::F32,
+        ),
+        FlexTensor::new(
+            Bytes::from_elems::<I>(indices),
+            Layout::contiguous(out_shape),
+            I::DTYPE,
+        ),
+    )
+}
