@@ -546,6 +546,48 @@ fn flex_fused_convolution_shortcut_and_clamp_match_ndarray() {
     );
 }
 
+/// The fused inference convolutions keep Winograd's transformed kernels from call to call
+/// (vendor/burn-flex/src/ops/patch/kernel_cache.rs): the same weights again, new weights of
+/// the same shape (each drawn after the last were dropped, so that their buffer may take the
+/// old one's place), and weights viewed with another layout all give exactly what flex's
+/// plain convolution, which transforms them at every call, gives.
+#[test]
+fn flex_kept_winograd_kernels_follow_the_weights() {
+    use burn::backend::Flex;
+    use burn::tensor::module::conv2d;
+    use burn::tensor::ops::ConvOptions;
+
+    let device = Device::flex();
+    let same = ConvOptions::new([1, 1], [1, 1], [1, 1], 1);
+    let x = Tensor::<4>::from_data(random_data([16, 16, 6, 6], 400), &device);
+    let check = |w: &Tensor<4>, case: &str| {
+        let expected = conv2d(x.clone(), w.clone(), None, same.clone()).into_data();
+        let fused = burn_flex::ops::conv2d_then(
+            x.clone().try_into_primitive::<Flex>().unwrap(),
+            w.clone().try_into_primitive::<Flex>().unwrap(),
+            None,
+            &same,
+            None,
+            None,
+        )
+        .expect("fused");
+        let actual = Tensor::<4>::from_primitive::<Flex>(fused).into_data();
+        assert_eq!(actual, expected, "{case}");
+    };
+    for round in 0..3u64 {
+        let w = Tensor::<4>::from_data(random_data([16, 16, 3, 3], 401 + round), &device);
+        check(&w, &format!("weights {round}, first call"));
+        check(&w, &format!("weights {round}, again"));
+    }
+    // [16, 16, 3, 3] weights read as their transpose: the same buffer, another layout.
+    let w = Tensor::<4>::from_data(random_data([16, 16, 3, 3], 410), &device);
+    check(&w, "weights");
+    check(
+        &w.clone().swap_dims(0, 1),
+        "the same weights, input and output channels swapped",
+    );
+}
+
 /// The 2×2 pool with i64 indices (what a direct `ModuleOps` call may ask for; autodiff asks
 /// for flex's default i32, which the test above compares with ndarray) gives the same pooled
 /// values, indices and gradient as with i32, odd sizes and ties included.

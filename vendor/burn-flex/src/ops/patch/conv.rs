@@ -12,6 +12,7 @@
 //! Each thread reuses one patch buffer; padding (even or not), stride and dilation are handled
 //! by the patch indexing.
 
+use alloc::sync::Arc;
 use alloc::vec;
 use alloc::vec::Vec;
 
@@ -24,6 +25,7 @@ use super::gemm::{Matrix, gemm, gemm_strided};
 use super::pool::{max_relu, pool_rows};
 use super::depthwise;
 use super::epilogue::Epilogue;
+use super::kernel_cache;
 use super::winograd::{self, Dims, Output};
 use super::{Element, assume_written, lane_sums, narrow, widen};
 use crate::{FlexTensor, Layout};
@@ -241,7 +243,8 @@ impl Geometry {
 }
 
 /// `y = conv(x, weight) + bias`, pooled as `output` says (then with even output sizes), or
-/// with `after` applied to each part as it is made (plain output only). Each output image
+/// with `after` applied to each part as it is made (plain output only); `kernels` are the
+/// weights as [`winograd_kernels`] transforms them, where the caller keeps them. Each output image
 /// starts as its bias (written once, in cache, instead of zeroed and then added to in a
 /// second pass) and gemm adds the products; a pooled image is made whole in a per-thread
 /// buffer, in cache, and pooled from there.
@@ -252,16 +255,22 @@ fn forward<T: Element>(
     bias: Option<&[T]>,
     output: Output,
     after: Epilogue<'_, T>,
+    kernels: Option<&[T]>,
 ) -> Vec<T> {
     debug_assert!(output == Output::Plain || after.is_none());
     if output == Output::Plain && depthwise::applies(g) {
         return depthwise::forward(g, x, weight, bias, after);
     }
     if let Some(d) = g.winograd(g.c_in) {
-        let u = winograd::transform_weights(d.c_out, d.c_in, |k, c| {
-            core::array::from_fn(|i| weight[(k * d.c_in + c) * 9 + i])
-        });
-        return winograd::conv3x3(&d, x, &u, bias, output, after);
+        let made;
+        let u = match kernels {
+            Some(kernels) => kernels,
+            None => {
+                made = winograd_kernels(&d, weight);
+                &made
+            }
+        };
+        return winograd::conv3x3(&d, x, u, bias, output, after);
     }
     let (rows, plane, c_out) = (g.group_rows(), g.out_plane(), g.group_c_out());
     let image_out = output.image_len(g.c_out, g.h_out, g.w_out);
@@ -320,6 +329,22 @@ fn forward<T: Element>(
     // SAFETY: the loop wrote all `len` values, one output image per chunk.
     unsafe { y.set_len(len) };
     y
+}
+
+/// The kernels of a convolution that Winograd's path takes, transformed for it.
+fn winograd_kernels<T: Element>(d: &Dims, weight: &[T]) -> Vec<T> {
+    winograd::transform_weights(d.c_out, d.c_in, |k, c| {
+        core::array::from_fn(|i| weight[(k * d.c_in + c) * 9 + i])
+    })
+}
+
+/// Where Winograd's path takes the convolution `g`: the transformed kernels of `weight`
+/// (f32, contiguous), kept from call to call for the inference-only operations below.
+fn kept_kernels(g: &Geometry, weight: &FlexTensor) -> Option<Arc<Vec<f32>>> {
+    let d = g.winograd(g.c_in)?;
+    Some(kernel_cache::transformed(weight, || {
+        winograd_kernels(&d, weight.storage())
+    }))
 }
 
 fn input_grad<T: Element>(g: &Geometry, weight: &[T], dy: &[T]) -> Vec<T> {
@@ -481,6 +506,7 @@ pub fn conv2d_f32(
         bias.as_ref().map(|bias| bias.storage()),
         Output::Plain,
         Epilogue::NONE,
+        None,
     );
     let out_shape = Shape::from(vec![g.batch, g.c_out, out[0], out[1]]);
     FlexTensor::new(
@@ -536,6 +562,7 @@ pub fn conv2d_then(
         bias.as_ref().map(|bias| bias.storage()),
         Output::Plain,
         after,
+        kept_kernels(&g, &weight).as_deref().map(Vec::as_slice),
     );
     Some(FlexTensor::new(
         Bytes::from_elems(y),
@@ -578,6 +605,7 @@ pub fn conv2d_max_pool2x2_relu(
         bias.as_ref().map(|bias| bias.storage()),
         Output::PooledRelu,
         Epilogue::NONE,
+        kept_kernels(&g, &weight).as_deref().map(Vec::as_slice),
     );
     let out_shape = Shape::from(vec![g.batch, g.c_out, out[0] / 2, out[1] / 2]);
     Some(FlexTensor::new(

@@ -7,6 +7,7 @@ pub(crate) mod clamp;
 pub(crate) mod conv;
 mod depthwise;
 mod epilogue;
+mod kernel_cache;
 mod gemm;
 pub(crate) mod norm_pool;
 pub(crate) mod pool;
