@@ -13,6 +13,7 @@ use burn::nn::{BatchNorm, PaddingConfig2d};
 use burn::tensor::Tensor;
 use burn::tensor::activation::relu;
 use burn::tensor::ops::ConvOptions;
+use burn_flex::FlexTensor;
 
 use super::relu6::relu6;
 use super::rewrite::conv_norm;
@@ -67,13 +68,7 @@ pub(super) fn conv_norm_then(
 
 /// `relu(max_pool2×2(conv(x)))` where flex computes it fused.
 pub(super) fn conv_pool_relu(conv: &Conv2d, x: &Tensor<4>) -> Option<Tensor<4>> {
-    let flex = |t: Tensor<4>| t.try_into_primitive::<Flex>().ok();
-    let input = flex(x.clone())?;
-    let weight = flex(conv.weight.val())?;
-    let bias = match &conv.bias {
-        Some(bias) => Some(bias.val().try_into_primitive::<Flex>().ok()?),
-        None => None,
-    };
+    let (input, weight, bias) = on_flex(conv, x)?;
     burn_flex::ops::conv2d_max_pool2x2_relu(input, weight, bias, &options(conv, x))
         .map(Tensor::from_primitive::<Flex>)
 }
@@ -85,19 +80,25 @@ fn conv_then(
     add: Option<&Tensor<4>>,
     then: Then,
 ) -> Option<Tensor<4>> {
-    let flex = |t: Tensor<4>| t.try_into_primitive::<Flex>().ok();
-    let input = flex(x.clone())?;
-    let weight = flex(conv.weight.val())?;
-    let bias = match &conv.bias {
-        Some(bias) => Some(bias.val().try_into_primitive::<Flex>().ok()?),
-        None => None,
-    };
+    let (input, weight, bias) = on_flex(conv, x)?;
     let add = match add {
-        Some(add) => Some(flex(add.clone())?),
+        Some(add) => Some(add.clone().try_into_primitive::<Flex>().ok()?),
         None => None,
     };
     burn_flex::ops::conv2d_then(input, weight, bias, &options(conv, x), add, then.bounds())
         .map(Tensor::from_primitive::<Flex>)
+}
+
+/// `x`, `conv`'s weights and its bias as flex's own tensors; `None` on another backend or
+/// for tensors that track gradients.
+fn on_flex(conv: &Conv2d, x: &Tensor<4>) -> Option<(FlexTensor, FlexTensor, Option<FlexTensor>)> {
+    let input = x.clone().try_into_primitive::<Flex>().ok()?;
+    let weight = conv.weight.val().try_into_primitive::<Flex>().ok()?;
+    let bias = match &conv.bias {
+        Some(bias) => Some(bias.val().try_into_primitive::<Flex>().ok()?),
+        None => None,
+    };
+    Some((input, weight, bias))
 }
 
 /// `conv`'s options for input `x`, its padding worked out as burn-nn 0.22's `Conv2d::forward`
