@@ -151,33 +151,31 @@ impl<'a> Runner<'a> {
     }
 
     /// One batch on the device through the network, read out. With a flip, each pass is scaled
-    /// by the temperature before the two are averaged.
+    /// by the temperature before the two are averaged. A batch of fewer photos than the CPU
+    /// has threads leaves cores idle in each pass, so then the passes (ImageNet's, the plain
+    /// one and the mirror's) go side by side; larger batches go one pass at a time, so as not
+    /// to hold several batches' activations at once.
     fn pass(&self, input: Tensor<4>) -> Readings {
-        let scaled = |rows: Vec<Vec<f64>>| {
-            if self.readout.temperature == 1.0 {
-                return rows;
-            }
-            rows.iter()
-                .map(|r| scale(r, self.readout.temperature))
-                .collect()
-        };
+        let side_by_side = input.dims()[0] <= rayon::current_num_threads();
         let mirror = self.readout.flip.then(|| input.clone().flip([3]));
-        let views = self.imagenet.map(|imagenet| imagenet.views(input.clone()));
-        let (logits, looks) = if self.readout.looks {
-            let (logits, look) = self.model.forward_with_look(input);
-            (logits, look.map(float_rows))
-        } else {
-            (self.model.forward(input), None)
-        };
-        let plain = scaled(log_softmax_rows(logits));
-        let Some(mirror) = mirror else {
+        let (views, ((plain, looks), mirrored)) = both(
+            side_by_side,
+            || self.imagenet.map(|imagenet| imagenet.views(input.clone())),
+            || {
+                both(
+                    side_by_side,
+                    || self.plain(input.clone()),
+                    || mirror.map(|m| self.scaled(log_softmax_rows(self.model.forward(m)))),
+                )
+            },
+        );
+        let Some(mirrored) = mirrored else {
             return Readings {
                 rows: plain,
                 looks,
                 views,
             };
         };
-        let mirrored = scaled(log_softmax_rows(self.model.forward(mirror)));
         let rows = plain
             .into_iter()
             .zip(mirrored)
@@ -189,6 +187,39 @@ impl<'a> Runner<'a> {
             })
             .collect();
         Readings { rows, looks, views }
+    }
+
+    /// The plain pass: scaled log-probability rows, and the looks where asked for.
+    fn plain(&self, input: Tensor<4>) -> (Vec<Vec<f64>>, Option<Vec<Vec<f32>>>) {
+        let (logits, looks) = if self.readout.looks {
+            let (logits, look) = self.model.forward_with_look(input);
+            (logits, look.map(float_rows))
+        } else {
+            (self.model.forward(input), None)
+        };
+        (self.scaled(log_softmax_rows(logits)), looks)
+    }
+
+    /// `rows` divided by the readout's temperature.
+    fn scaled(&self, rows: Vec<Vec<f64>>) -> Vec<Vec<f64>> {
+        if self.readout.temperature == 1.0 {
+            return rows;
+        }
+        rows.iter()
+            .map(|r| scale(r, self.readout.temperature))
+            .collect()
+    }
+}
+
+/// `a()` and `b()`, on two threads at once where `together`, else one after the other.
+fn both<A: Send, B: Send>(
+    together: bool,
+    a: impl FnOnce() -> A + Send,
+    b: impl FnOnce() -> B + Send,
+) -> (A, B) {
+    match together {
+        true => rayon::join(a, b),
+        false => (a(), b()),
     }
 }
 

@@ -85,13 +85,20 @@ pub struct Predictor {
 impl Predictor {
     /// Loads the chosen model onto `backend`, whichever backend trained it.
     pub fn load(choice: &ModelChoice, backend: &Backend) -> Result<Predictor> {
-        let (model, info) = choice.load(&backend.device)?;
-        let imagenet = match tells_neither(&info) {
-            true => Some(ImagenetNetwork::load(&backend.device)?),
-            false => None,
-        };
+        // The two networks load side by side: each load is one thread's work.
+        let tells_neither = tells_neither(&choice.describe()?);
+        let (loaded, imagenet) = rayon::join(
+            || choice.load(&backend.device),
+            || match tells_neither {
+                true => ImagenetNetwork::load(&backend.device).map(Some),
+                false => Ok(None),
+            },
+        );
+        let (model, info) = loaded?;
+        let imagenet = imagenet?;
+        let model = model.folded();
         Ok(Predictor {
-            model: model.folded(),
+            model,
             choice: choice.clone(),
             info,
             device: backend.device.clone(),
@@ -285,11 +292,13 @@ mod tests {
     use crate::device::{CpuBackend, cpu_backend};
 
     /// The built-in model calls the sample cat a cat and the sample dog a dog, surely, and
-    /// says of a black picture that it is neither, naming what it looks like instead.
+    /// says of a black picture that it is neither, naming what it looks like instead; each
+    /// alone (its passes side by side) as in a batch (one pass after another).
     #[test]
     fn the_builtin_model_knows_the_samples_and_a_picture_of_neither() {
-        let predictor =
-            Predictor::load(&ModelChoice::Builtin, &cpu_backend(CpuBackend::Flex)).unwrap();
+        let predictor = Predictor::load(&ModelChoice::Builtin, &cpu_backend(CpuBackend::Flex))
+            .unwrap()
+            .with_flip(true);
         assert!(predictor.tells_neither());
         let size = predictor.info().image_size;
         let mut photos: Vec<(PathBuf, Vec<u8>)> = SAMPLE_PHOTOS
@@ -308,5 +317,23 @@ mod tests {
         let neither = black.neither.as_ref().expect("a black picture is neither");
         assert!(black.cat_or_dog.unwrap() < CAT_OR_DOG_AT_LEAST, "{black:?}");
         assert!(imagenet_classes().contains(&neither.looks_like.as_str()));
+        assert!(photos.len() > rayon::current_num_threads());
+        for (photo, together) in photos.iter().zip(&answers) {
+            let alone = &predictor
+                .predict_decoded(std::slice::from_ref(photo))
+                .unwrap()[0];
+            let close = |a: f32, b: f32| (a - b).abs() < 1e-4;
+            assert!(
+                alone
+                    .probabilities
+                    .iter()
+                    .zip(&together.probabilities)
+                    .all(|(a, b)| close(a.1, b.1))
+                    && close(alone.cat_or_dog.unwrap(), together.cat_or_dog.unwrap())
+                    && alone.neither.as_ref().map(|n| &n.looks_like)
+                        == together.neither.as_ref().map(|n| &n.looks_like),
+                "{alone:?}\n{together:?}"
+            );
+        }
     }
 }

@@ -22,14 +22,17 @@ pub const CURVES_SVG: &str = include_str!("../../models/builtin-efficientnet-20k
 pub const TRAINED_ON_PHOTOS: usize = 17_998;
 pub const HELD_OUT_PHOTOS: usize = 2_000;
 
+/// Stands for the built-in model's folder in errors.
+const NAME: &str = "models/builtin-efficientnet-20k (built in)";
+
 /// Reads the built-in model onto `device`.
 pub(crate) fn load(device: &Device) -> Result<(Network, ModelInfo)> {
-    saved::load_from_memory(
-        INFO,
-        WEIGHTS,
-        Path::new("models/builtin-efficientnet-20k (built in)"),
-        device,
-    )
+    saved::load_from_memory(INFO, WEIGHTS, Path::new(NAME), device)
+}
+
+/// What the built-in model's `catdog.json` says.
+pub(crate) fn describe() -> Result<ModelInfo> {
+    saved::describe_from_memory(INFO, Path::new(NAME))
 }
 
 #[cfg(test)]

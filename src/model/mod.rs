@@ -94,6 +94,15 @@ impl ModelChoice {
             ModelChoice::Folder(dir) => saved::load(dir, device),
         }
     }
+
+    /// What the model's description says, checked as [`load`](Self::load) checks it, without
+    /// reading its weights.
+    pub(crate) fn describe(&self) -> Result<ModelInfo> {
+        match self {
+            ModelChoice::Builtin => builtin::describe(),
+            ModelChoice::Folder(dir) => saved::describe(dir),
+        }
+    }
 }
 
 /// The picture sizes catdog trains and predicts at, as `--image-size` takes them (16 px is the

@@ -232,6 +232,19 @@ pub(crate) fn is_model_folder(dir: &Path) -> bool {
 
 /// Reads the model in `dir` onto `device`, checking that it is one this catdog can run.
 pub(crate) fn load(dir: &Path, device: &Device) -> Result<(Network, ModelInfo)> {
+    let info = describe(dir)?;
+    let info_path = dir.join(INFO_FILE);
+    let model = Network::new(info.network(), info.classes.len(), 0.0, device);
+    check_weights_size(&info, &model, &info_path)?;
+    let weights_path = dir.join(&info.weights_file);
+    let weights = read_checked(&weights_path, expected_checksum(&info), &info_path)?;
+    let model = network_from(model, weights, &info, device, &weights_path, &info_path)?;
+    Ok((model, info))
+}
+
+/// What `dir`'s `catdog.json` says of the model there, checked as [`load`] checks it, without
+/// reading its weights.
+pub(crate) fn describe(dir: &Path) -> Result<ModelInfo> {
     let info_path = dir.join(INFO_FILE);
     if !dir.is_dir() {
         let in_models = Path::new("models").join(dir);
@@ -250,13 +263,7 @@ pub(crate) fn load(dir: &Path, device: &Device) -> Result<(Network, ModelInfo)> 
         );
     }
     let text = read_description(&info_path)?;
-    let info = parse_info(&text, &info_path)?;
-    let model = Network::new(info.network(), info.classes.len(), 0.0, device);
-    check_weights_size(&info, &model, &info_path)?;
-    let weights_path = dir.join(&info.weights_file);
-    let weights = read_checked(&weights_path, expected_checksum(&info), &info_path)?;
-    let model = network_from(model, weights, &info, device, &weights_path, &info_path)?;
-    Ok((model, info))
+    parse_info(&text, &info_path)
 }
 
 /// [`load`] for a model whose two files are in memory (the built-in one); `name` stands for
@@ -268,7 +275,7 @@ pub(crate) fn load_from_memory(
     device: &Device,
 ) -> Result<(Network, ModelInfo)> {
     let info_path = name.join(INFO_FILE);
-    let info = parse_info(info_json, &info_path)?;
+    let info = describe_from_memory(info_json, name)?;
     let weights_path = name.join(&info.weights_file);
     ensure!(
         Checksum::of(weights) == expected_checksum(&info),
@@ -286,6 +293,11 @@ pub(crate) fn load_from_memory(
         &info_path,
     )?;
     Ok((model, info))
+}
+
+/// [`describe`] for a model whose description is in memory; `name` stands for the folder.
+pub(crate) fn describe_from_memory(info_json: &str, name: &Path) -> Result<ModelInfo> {
+    parse_info(info_json, &name.join(INFO_FILE))
 }
 
 fn expected_checksum(info: &ModelInfo) -> Checksum {
