@@ -1,7 +1,8 @@
 //! The vendored burn-flex's own kernels (vendor/burn-flex/PATCHED.md names the test of each):
 //! convolution, max-pool and batch norm, their gradients, and the fused convolution → pool →
-//! ReLU, convolution → shortcut → clamp and batch norm → pool → ReLU, each against burn's
-//! unpatched ndarray backend; and a kernel larger than its padded input refused.
+//! ReLU, convolution → shortcut → clamp and batch norm → pool → ReLU, and element-wise
+//! operations on all threads, each against burn's unpatched ndarray backend; and a kernel
+//! larger than its padded input refused.
 
 use burn::tensor::{Device, Tensor};
 use catdog::device::{CpuBackend, cpu_backend};
@@ -94,6 +95,33 @@ fn assert_flex_matches_ndarray(
             );
         assert!(worst < 1e-4, "{name} differs by {worst}, {case}");
     }
+}
+
+/// Element-wise operations on tensors long enough for flex to share them out between its
+/// threads (vendor/burn-flex/src/ops/patch/elementwise.rs), at a length that is no multiple
+/// of its chunks: ReLU and a scalar product of a tensor nothing else holds (written in place)
+/// and of one still held (written anew), ReLU's gradient, and a sum.
+#[test]
+fn flex_element_wise_operations_on_all_threads_match_ndarray() {
+    use burn::tensor::activation::relu;
+
+    let len = 150_001;
+    let (x, y) = (random_data([len], 10), random_data([len], 11));
+    assert_flex_matches_ndarray("element-wise, 150,001 values", |device, weights| {
+        let fresh = |data: &burn::tensor::TensorData| Tensor::<1>::from_data(data.clone(), device);
+        let held = fresh(&x);
+        let x_grad = fresh(&x).require_grad();
+        let grads = weights.weighted_sum(relu(x_grad.clone())).backward();
+        vec![
+            ("relu in place", relu(fresh(&x)).into_data()),
+            ("relu anew", relu(held.clone()).into_data()),
+            ("scaled in place", (fresh(&x) * 3.5).into_data()),
+            ("scaled anew", (held.clone() * -0.25).into_data()),
+            ("sum", (held.clone() + fresh(&y)).into_data()),
+            ("relu gradient", x_grad.grad(&grads).unwrap().into_data()),
+            ("held unchanged", held.into_data()),
+        ]
+    });
 }
 
 /// A kernel larger than the padded input is a shape error: flex panics saying so (as burn's

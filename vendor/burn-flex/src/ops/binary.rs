@@ -35,8 +35,8 @@ pub fn binary_op<F32Op, F64Op>(
     simd_hint: Option<BinaryOp>,
 ) -> FlexTensor
 where
-    F32Op: Fn(f32, f32) -> f32 + Copy,
-    F64Op: Fn(f64, f64) -> f64 + Copy,
+    F32Op: Fn(f32, f32) -> f32 + Copy + Sync,
+    F64Op: Fn(f64, f64) -> f64 + Copy + Sync,
 {
     debug_assert_eq!(lhs.dtype(), rhs.dtype(), "binary_op: dtype mismatch");
 
@@ -67,7 +67,7 @@ fn binary_op_f32<Op>(
     simd_hint: Option<BinaryOp>,
 ) -> FlexTensor
 where
-    Op: Fn(f32, f32) -> f32,
+    Op: Fn(f32, f32) -> f32 + Sync,
 {
     // In-place SIMD fast path: lhs unique contiguous at offset 0, rhs
     // contiguous (no broadcast).
@@ -138,7 +138,7 @@ fn binary_op_f32<Op>(
     _simd_hint: Option<BinaryOp>,
 ) -> FlexTensor
 where
-    Op: Fn(f32, f32) -> f32,
+    Op: Fn(f32, f32) -> f32 + Sync,
 {
     binary_op_typed(lhs, rhs, op)
 }
@@ -147,7 +147,7 @@ where
 pub(crate) fn binary_op_typed<E, Op>(mut lhs: FlexTensor, mut rhs: FlexTensor, op: Op) -> FlexTensor
 where
     E: Element + bytemuck::Pod,
-    Op: Fn(E, E) -> E,
+    Op: Fn(E, E) -> E + Sync,
 {
     // In-place fast path: lhs unique, contiguous at offset 0, rhs contiguous
     if lhs.is_unique()
@@ -159,9 +159,8 @@ where
         let rhs_storage: &[E] = rhs.storage();
         let r_slice = &rhs_storage[r_start..r_end];
         let lhs_storage: &mut [E] = lhs.storage_mut();
-        for (l, &r) in lhs_storage[..l_end].iter_mut().zip(r_slice) {
-            *l = op(*l, r);
-        }
+        let l_end = l_end.min(r_slice.len());
+        crate::ops::patch::elementwise::zip_in_place(&mut lhs_storage[..l_end], r_slice, &op);
         return lhs;
     }
 
@@ -283,8 +282,8 @@ pub fn scalar_op<F32Op, F64Op>(
     f64_op: F64Op,
 ) -> FlexTensor
 where
-    F32Op: Fn(f32, f32) -> f32 + Copy,
-    F64Op: Fn(f64, f64) -> f64 + Copy,
+    F32Op: Fn(f32, f32) -> f32 + Copy + Sync,
+    F64Op: Fn(f64, f64) -> f64 + Copy + Sync,
 {
     let dtype = tensor.dtype();
 
@@ -312,16 +311,14 @@ where
 pub(crate) fn scalar_op_typed<E, Op>(mut tensor: FlexTensor, scalar: E, op: Op) -> FlexTensor
 where
     E: Element + bytemuck::Pod,
-    Op: Fn(E, E) -> E,
+    Op: Fn(E, E) -> E + Sync,
 {
     // In-place fast path: unique, contiguous at offset 0
     if tensor.is_unique()
         && let Some((0, end)) = tensor.layout().contiguous_offsets()
     {
         let storage: &mut [E] = tensor.storage_mut();
-        for x in storage[..end].iter_mut() {
-            *x = op(*x, scalar);
-        }
+        crate::ops::patch::elementwise::map_in_place(&mut storage[..end], |x| op(x, scalar));
         return tensor;
     }
 
@@ -331,7 +328,9 @@ where
     let storage: &[E] = tensor.storage();
 
     let result: Vec<E> = match tensor.layout().contiguous_offsets() {
-        Some((start, end)) => storage[start..end].iter().map(|&x| op(x, scalar)).collect(),
+        Some((start, end)) => {
+            crate::ops::patch::elementwise::mapped(&storage[start..end], |x| op(x, scalar))
+        }
         None => StridedIter::new(tensor.layout())
             .map(|i| op(storage[i], scalar))
             .collect(),
@@ -356,7 +355,7 @@ fn make_tensor<E: bytemuck::Pod + Send + Sync>(
 /// Supports all integer dtypes: I64, I32, I16, I8, U64, U32, U16, U8.
 pub fn int_binary_op<Op>(lhs: FlexTensor, rhs: FlexTensor, op: Op) -> FlexTensor
 where
-    Op: Fn(i64, i64) -> i64 + Copy,
+    Op: Fn(i64, i64) -> i64 + Copy + Sync,
 {
     debug_assert_eq!(lhs.dtype(), rhs.dtype(), "int_binary_op: dtype mismatch");
 
@@ -384,7 +383,7 @@ where
 /// Note: scalar is truncated to target dtype (matches PyTorch).
 pub fn int_scalar_op<Op>(tensor: FlexTensor, scalar: i64, op: Op) -> FlexTensor
 where
-    Op: Fn(i64, i64) -> i64 + Copy,
+    Op: Fn(i64, i64) -> i64 + Copy + Sync,
 {
     let dtype = tensor.dtype();
 

@@ -55,8 +55,8 @@ where
 /// Apply a unary operation element-wise to a tensor.
 pub fn unary_op<F32Op, F64Op>(tensor: FlexTensor, f32_op: F32Op, f64_op: F64Op) -> FlexTensor
 where
-    F32Op: Fn(f32) -> f32 + Copy,
-    F64Op: Fn(f64) -> f64 + Copy,
+    F32Op: Fn(f32) -> f32 + Copy + Sync,
+    F64Op: Fn(f64) -> f64 + Copy + Sync,
 {
     let dtype = tensor.dtype();
 
@@ -73,7 +73,7 @@ where
 fn unary_op_typed<E, Op>(mut tensor: FlexTensor, op: Op) -> FlexTensor
 where
     E: burn_backend::Element + bytemuck::Pod,
-    Op: Fn(E) -> E,
+    Op: Fn(E) -> E + Sync,
 {
     let n = tensor.layout().num_elements();
 
@@ -81,9 +81,7 @@ where
     if tensor.is_unique() && tensor.layout().is_contiguous() && tensor.layout().start_offset() == 0
     {
         let storage: &mut [E] = tensor.storage_mut();
-        for x in storage[..n].iter_mut() {
-            *x = op(*x);
-        }
+        crate::ops::patch::elementwise::map_in_place(&mut storage[..n], op);
         return tensor;
     }
 
@@ -98,7 +96,7 @@ where
     // Iterate in storage order (contiguous) and preserve original layout.
     // Only valid when all strides are positive.
     if !has_negative_strides && layout.start_offset() == 0 && src.len() == n {
-        let result: Vec<E> = src.iter().map(|&x| op(x)).collect();
+        let result: Vec<E> = crate::ops::patch::elementwise::mapped(src, op);
         let bytes = Bytes::from_elems(result);
         return FlexTensor::new(bytes, layout, E::dtype());
     }

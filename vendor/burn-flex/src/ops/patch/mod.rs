@@ -6,6 +6,7 @@ pub(crate) mod batch_norm;
 pub(crate) mod clamp;
 pub(crate) mod conv;
 mod depthwise;
+pub(crate) mod elementwise;
 mod epilogue;
 mod kernel_cache;
 mod gemm;
