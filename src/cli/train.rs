@@ -58,6 +58,10 @@ pub struct TrainArgs {
                                part learns at (0 keeps it as it is; the new last layer learns \
                                at all of --lr)", defaults().backbone_rate))]
     pub backbone_rate: Option<f64>,
+    /// With --pretrained, the first N epochs train the new last layer alone (the ImageNet part
+    /// frozen), then the whole network learns [default: 0]
+    #[arg(long, value_name = "N")]
+    pub frozen_epochs: Option<u32>,
     /// With --pretrained, normalise by ImageNet's batch-norm statistics while training too,
     /// and keep them, instead of following each batch's [default: false]
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
@@ -140,6 +144,7 @@ impl TrainArgs {
         set(self.network, &mut settings.network);
         set(self.pretrained, &mut settings.pretrained);
         set(self.backbone_rate, &mut settings.backbone_rate);
+        set(size(self.frozen_epochs), &mut settings.frozen_epochs);
         set(self.hold_batch_norm, &mut settings.hold_batch_norm);
         set(self.image_size, &mut settings.image_size);
         set(size(self.epochs), &mut settings.epochs);
@@ -260,6 +265,7 @@ mod tests {
             network: NetworkKind::ResNet18,
             pretrained: true,
             backbone_rate: 0.0,
+            frozen_epochs: 2,
             hold_batch_norm: true,
             image_size: 96,
             val_split: 0.2,

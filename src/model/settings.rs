@@ -49,6 +49,11 @@ pub struct TrainSettings {
     /// `--backbone-rate` ([`BACKBONE_RATE`]).
     #[serde(default = "backbone_rate_before_its_flag")]
     pub backbone_rate: f64,
+    /// A pretrained network's first epochs that train the new classifier alone, its backbone
+    /// frozen as with a `backbone_rate` of 0, before the backbone learns too. Absent in
+    /// checkpoints from before `--frozen-epochs` (0).
+    #[serde(default)]
+    pub frozen_epochs: usize,
     /// A pretrained network's batch norms normalise by ImageNet's statistics while training
     /// too, and keep them, instead of following each batch's. Absent in checkpoints from
     /// before `--hold-batch-norm` (false).
@@ -93,6 +98,7 @@ impl Default for TrainSettings {
             network: NetworkKind::SmallCnn,
             pretrained: false,
             backbone_rate: BACKBONE_RATE,
+            frozen_epochs: 0,
             hold_batch_norm: false,
             image_size: 64,
             val_split: 0.1,
@@ -153,6 +159,7 @@ impl TrainSettings {
             ("--network", self.network.name().to_string()),
             ("--pretrained", self.pretrained.to_string()),
             ("--backbone-rate", self.backbone_rate.to_string()),
+            ("--frozen-epochs", self.frozen_epochs.to_string()),
             ("--hold-batch-norm", self.hold_batch_norm.to_string()),
             ("--image-size", self.image_size.to_string()),
             ("--epochs", self.epochs.to_string()),
@@ -232,8 +239,16 @@ impl TrainSettings {
                 self.backbone_rate
             );
         }
+        if self.frozen_epochs > 0 && self.frozen_epochs >= self.epochs {
+            bail!(
+                "--frozen-epochs {} leaves no epoch of --epochs {} for the whole network to                  learn in; to train the new last layer alone, use --backbone-rate 0",
+                self.frozen_epochs,
+                self.epochs
+            );
+        }
         for (flag, given) in [
             ("--backbone-rate", self.backbone_rate != BACKBONE_RATE),
+            ("--frozen-epochs", self.frozen_epochs > 0),
             ("--hold-batch-norm", self.hold_batch_norm),
         ] {
             if given && !self.pretrained {
@@ -394,6 +409,20 @@ mod tests {
             err.starts_with("--hold-batch-norm is for a network"),
             "{err}"
         );
+        let frozen = |frozen_epochs, epochs| TrainSettings {
+            frozen_epochs,
+            epochs,
+            ..TrainSettings::for_network(NetworkKind::EfficientNetLite0)
+        };
+        frozen(1, 2).check().unwrap();
+        let err = frozen(2, 2).check().unwrap_err().to_string();
+        assert!(err.contains("--frozen-epochs 2 leaves no epoch"), "{err}");
+        let scratch = TrainSettings {
+            frozen_epochs: 1,
+            ..TrainSettings::default()
+        };
+        let err = scratch.check().unwrap_err().to_string();
+        assert!(err.starts_with("--frozen-epochs is for a network"), "{err}");
     }
 
     #[test]

@@ -234,6 +234,9 @@ fn run_epoch(
     }
     // Every batch before `first` was full.
     let mut photos_this_epoch = (first * settings.batch_size).min(run.train.len());
+    state
+        .trainer
+        .freeze_backbone(epoch <= settings.frozen_epochs);
     let flow = std::thread::scope(|scope| -> Result<ControlFlow<FitOutcome>> {
         let ready = prefetch(
             scope,

@@ -28,6 +28,8 @@ pub struct Trainer {
     /// For a network started from ImageNet's weights, the share of the learning rate its
     /// backbone learns at (the new classifier learns at all of it).
     backbone_rate: Option<f64>,
+    /// The backbone is frozen for now ([`freeze_backbone`](Self::freeze_backbone)).
+    backbone_frozen: bool,
 }
 
 impl Trainer {
@@ -48,6 +50,7 @@ impl Trainer {
             device,
             dropout_seed: dropout_seed(settings),
             backbone_rate: backbone_rate(settings),
+            backbone_frozen: false,
         })
     }
 
@@ -75,6 +78,7 @@ impl Trainer {
             device,
             dropout_seed: dropout_seed(settings),
             backbone_rate: backbone_rate(settings),
+            backbone_frozen: false,
         })
     }
 
@@ -85,6 +89,13 @@ impl Trainer {
         if let Some(seed) = self.dropout_seed {
             self.device.seed(seed ^ (step as u64).rotate_left(32));
         }
+    }
+
+    /// Freezes a pretrained network's backbone (its weights stay as they are and only the new
+    /// classifier learns) or lets it learn again at its share of the learning rate; a network
+    /// without ImageNet's weights learns whole either way.
+    pub fn freeze_backbone(&mut self, frozen: bool) {
+        self.backbone_frozen = frozen;
     }
 
     /// The network and the optimizer state, serialised for a checkpoint.
@@ -179,7 +190,11 @@ impl Trainer {
             .filter(|(predicted, expected)| predicted == *expected)
             .count();
         let mut grads = loss.backward();
-        let model = match (self.backbone_rate, model.classifier()) {
+        let backbone_rate = match self.backbone_frozen {
+            true => self.backbone_rate.map(|_| 0.0),
+            false => self.backbone_rate,
+        };
+        let model = match (backbone_rate, model.classifier()) {
             (Some(rate), Some(classifier)) => {
                 let classifier = GradientsParams::from_module(&mut grads, classifier);
                 let model = self.optimizer.step(learning_rate, model, classifier);
@@ -369,9 +384,10 @@ mod tests {
         }
     }
 
-    /// `--backbone-rate 0`: a step trains the new classifier and leaves ImageNet's backbone
-    /// as it was (the same features, batch norm in training mode computing them from the
-    /// batch); at 0.1 the backbone learns too.
+    /// `--backbone-rate 0`, and any rate while `--frozen-epochs` freeze the backbone: a step
+    /// trains the new classifier and leaves ImageNet's backbone as it was (the same features,
+    /// batch norm in training mode computing them from the batch); at 0.1 the backbone learns
+    /// too, and once thawed.
     #[test]
     fn a_backbone_rate_of_zero_trains_the_new_classifier_alone() {
         let device = cpu_backend(CpuBackend::Flex).device;
@@ -402,13 +418,16 @@ mod tests {
                 .map(|(x, y)| (x - y).abs())
                 .fold(0f32, f32::max)
         };
-        for (rate, backbone_learns) in [(0.0, false), (0.1, true)] {
+        for (rate, frozen, backbone_learns) in
+            [(0.0, false, false), (0.1, true, false), (0.1, false, true)]
+        {
             let settings = TrainSettings {
                 backbone_rate: rate,
                 image_size: 32,
                 ..TrainSettings::for_network(NetworkKind::EfficientNetLite0)
             };
             let mut trainer = Trainer::new(2, &device, &settings).unwrap();
+            trainer.freeze_backbone(frozen);
             let (features, classifier) = looks(&trainer);
             trainer.step(batch(), 3e-3).unwrap();
             let (features_after, classifier_after) = looks(&trainer);
@@ -420,8 +439,14 @@ mod tests {
             assert_eq!(
                 moved > 1e-5,
                 backbone_learns,
-                "rate {rate}: features moved {moved}"
+                "rate {rate}, frozen {frozen}: features moved {moved}"
             );
+            if frozen {
+                trainer.freeze_backbone(false);
+                trainer.step(batch(), 3e-3).unwrap();
+                let moved = largest_change(&features, &looks(&trainer).0);
+                assert!(moved > 1e-5, "thawed, the features moved {moved}");
+            }
         }
     }
 
