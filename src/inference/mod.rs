@@ -151,7 +151,7 @@ impl<'a> Runner<'a> {
     }
 
     /// One batch on the device through the network, read out. With a flip, each pass is scaled
-    /// by the temperature before the two are averaged. A batch of fewer photos than the CPU
+    /// by the temperature before the two are averaged. A batch of no more photos than the CPU
     /// has threads leaves cores idle in each pass, so then the passes (ImageNet's, the plain
     /// one and the mirror's) go side by side; larger batches go one pass at a time, so as not
     /// to hold several batches' activations at once.
