@@ -241,7 +241,8 @@ impl TrainSettings {
         }
         if self.frozen_epochs > 0 && self.frozen_epochs >= self.epochs {
             bail!(
-                "--frozen-epochs {} leaves no epoch of --epochs {} for the whole network to                  learn in; to train the new last layer alone, use --backbone-rate 0",
+                "--frozen-epochs {} leaves no epoch of --epochs {} for the whole network to \
+                 learn in; to train the new last layer alone, use --backbone-rate 0",
                 self.frozen_epochs,
                 self.epochs
             );
@@ -416,7 +417,12 @@ mod tests {
         };
         frozen(1, 2).check().unwrap();
         let err = frozen(2, 2).check().unwrap_err().to_string();
-        assert!(err.contains("--frozen-epochs 2 leaves no epoch"), "{err}");
+        assert!(
+            err.contains(
+                "--frozen-epochs 2 leaves no epoch of --epochs 2 for the whole network to learn in"
+            ),
+            "{err}"
+        );
         let scratch = TrainSettings {
             frozen_epochs: 1,
             ..TrainSettings::default()
