@@ -135,6 +135,16 @@ impl GpuFeatures {
     }
 }
 
+/// Whether `device` is one of the CPU backends (flex, ndarray), whose operations spread over
+/// the CPU's threads themselves; a GPU's run in their own queues.
+pub fn is_cpu(device: &Device) -> bool {
+    use burn::backend::DispatchDevice;
+    matches!(
+        device.as_dispatch(),
+        DispatchDevice::Flex(_) | DispatchDevice::NdArray(_)
+    )
+}
+
 impl Backend {
     /// Whether the work runs on a real GPU (not the CPU, nor a software rasterizer).
     pub fn is_hardware_gpu(&self) -> bool {

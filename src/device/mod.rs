@@ -17,7 +17,7 @@ pub use backend::{
 pub use hardware::{AdapterKind, GpuAdapter, hardware_gpu};
 pub use precision::Precision;
 
-pub(crate) use backend::{Plan, plan};
+pub(crate) use backend::{Plan, is_cpu, plan};
 pub(crate) use batch::Batch;
 pub(crate) use failure::explain_panic;
 pub(crate) use hardware::{CpuInfo, all_gpu_adapters, cpu_info};

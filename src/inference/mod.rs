@@ -15,7 +15,7 @@ use anyhow::Result;
 use burn::tensor::{Device, Tensor};
 
 use crate::data::{Normalization, images_on};
-use crate::device::{Batch, explain_panic};
+use crate::device::{Batch, explain_panic, is_cpu};
 use crate::model::{ImagenetNetwork, ImagenetView, Network};
 
 pub use calibration::{BINS, Bin, NOT_SURE_BELOW, Reliability, fit_temperature, scale};
@@ -151,12 +151,12 @@ impl<'a> Runner<'a> {
     }
 
     /// One batch on the device through the network, read out. With a flip, each pass is scaled
-    /// by the temperature before the two are averaged. A batch of no more photos than the CPU
-    /// has threads leaves cores idle in each pass, so then the passes (ImageNet's, the plain
-    /// one and the mirror's) go side by side; larger batches go one pass at a time, so as not
-    /// to hold several batches' activations at once.
+    /// by the temperature before the two are averaged. On the CPU, a batch of no more photos
+    /// than it has threads leaves cores idle in each pass, so then the passes (ImageNet's, the
+    /// plain one and the mirror's) go side by side; larger batches, and a GPU's, go one pass
+    /// at a time, so as not to hold several batches' activations at once.
     fn pass(&self, input: Tensor<4>) -> Readings {
-        let side_by_side = input.dims()[0] <= rayon::current_num_threads();
+        let side_by_side = is_cpu(self.device) && input.dims()[0] <= rayon::current_num_threads();
         let mirror = self.readout.flip.then(|| input.clone().flip([3]));
         let (views, ((plain, looks), mirrored)) = both(
             side_by_side,
@@ -212,7 +212,7 @@ impl<'a> Runner<'a> {
 }
 
 /// `a()` and `b()`, on two threads at once where `together`, else one after the other.
-fn both<A: Send, B: Send>(
+pub(crate) fn both<A: Send, B: Send>(
     together: bool,
     a: impl FnOnce() -> A + Send,
     b: impl FnOnce() -> B + Send,
