@@ -239,14 +239,6 @@ impl TrainSettings {
                 self.backbone_rate
             );
         }
-        if self.frozen_epochs > 0 && self.frozen_epochs >= self.epochs {
-            bail!(
-                "--frozen-epochs {} leaves no epoch of --epochs {} for the whole network to \
-                 learn in; to train the new last layer alone, use --backbone-rate 0",
-                self.frozen_epochs,
-                self.epochs
-            );
-        }
         for (flag, given) in [
             ("--backbone-rate", self.backbone_rate != BACKBONE_RATE),
             ("--frozen-epochs", self.frozen_epochs > 0),
@@ -260,6 +252,7 @@ impl TrainSettings {
                 );
             }
         }
+        self.check_frozen_epochs()?;
         for (flag, value) in [
             ("--dropout", self.dropout),
             ("--label-smoothing", self.label_smoothing),
@@ -267,6 +260,38 @@ impl TrainSettings {
             if !(0.0..1.0).contains(&value) {
                 bail!("{flag} must be at least 0 and below 1, not {value}");
             }
+        }
+        Ok(())
+    }
+}
+
+impl TrainSettings {
+    /// `--frozen-epochs` leaves epochs for the whole network to learn in, at a rate above 0.
+    fn check_frozen_epochs(&self) -> Result<()> {
+        let frozen = self.frozen_epochs;
+        if frozen == 0 {
+            return Ok(());
+        }
+        if frozen >= self.epochs {
+            bail!(
+                "--frozen-epochs {frozen} leaves no epoch of --epochs {} for the whole network \
+                 to learn in; to train the new last layer alone, use --backbone-rate 0",
+                self.epochs
+            );
+        }
+        if self.backbone_rate == 0.0 {
+            bail!(
+                "--frozen-epochs {frozen} thaws the network's ImageNet part after {frozen} \
+                 epochs, but --backbone-rate 0 keeps it frozen throughout: give one or the other"
+            );
+        }
+        if let Some(patience) = self.patience
+            && patience <= frozen
+        {
+            bail!(
+                "--patience {patience} could stop the run before the network's ImageNet part \
+                 thaws after --frozen-epochs {frozen}: give a patience above {frozen}"
+            );
         }
         Ok(())
     }
@@ -421,6 +446,27 @@ mod tests {
             err.contains(
                 "--frozen-epochs 2 leaves no epoch of --epochs 2 for the whole network to learn in"
             ),
+            "{err}"
+        );
+        let err = TrainSettings {
+            backbone_rate: 0.0,
+            ..frozen(1, 2)
+        }
+        .check()
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("--backbone-rate 0 keeps it frozen throughout"),
+            "{err}"
+        );
+        let patience = |patience| TrainSettings {
+            patience: Some(patience),
+            ..frozen(2, 5)
+        };
+        patience(3).check().unwrap();
+        let err = patience(2).check().unwrap_err().to_string();
+        assert!(
+            err.contains("--patience 2 could stop the run before"),
             "{err}"
         );
         let scratch = TrainSettings {

@@ -92,8 +92,9 @@ impl Trainer {
     }
 
     /// Freezes a pretrained network's backbone (its weights stay as they are and only the new
-    /// classifier learns) or lets it learn again at its share of the learning rate; a network
-    /// without ImageNet's weights learns whole either way.
+    /// classifier learns; its batch norms' running statistics still follow the photos unless
+    /// held) or lets it learn again at its share of the learning rate; a network without
+    /// ImageNet's weights learns whole either way.
     pub fn freeze_backbone(&mut self, frozen: bool) {
         self.backbone_frozen = frozen;
     }
