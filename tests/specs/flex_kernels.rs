@@ -122,6 +122,23 @@ fn flex_element_wise_operations_on_all_threads_match_ndarray() {
             ("held unchanged", held.into_data()),
         ]
     });
+    // A binary operation without a vector kernel on two tensors nothing else holds: written
+    // into the first, zipped on all threads (ReLU's gradient, as flex computes it).
+    let gradient = |out: f32, g: f32| if out > 0.0 { g } else { 0.0 };
+    let zipped = burn_flex::ops::binary::binary_op(
+        flex_primitive::<1>(&x),
+        flex_primitive::<1>(&y),
+        gradient,
+        |out: f64, g: f64| if out > 0.0 { g } else { 0.0 },
+        None,
+    );
+    let zipped = Tensor::<1>::from_primitive::<burn::backend::Flex>(zipped).into_data();
+    let expected: Vec<f32> = x
+        .iter::<f32>()
+        .zip(y.iter::<f32>())
+        .map(|(out, g)| gradient(out, g))
+        .collect();
+    assert_eq!(zipped.try_to_vec::<f32>().unwrap(), expected);
 }
 
 /// A kernel larger than the padded input is a shape error: flex panics saying so (as burn's

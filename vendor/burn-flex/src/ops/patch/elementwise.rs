@@ -1,5 +1,5 @@
-//! Element-wise operations written in place, on all threads once a tensor is large enough.
-//! Upstream maps every tensor in one thread: at ResNet-18's deeper layers (under 4 M values
+//! Element-wise operations on all threads once a tensor is large enough, written in place or,
+//! for a tensor another holds, anew. Upstream maps every tensor in one thread: at ResNet-18's deeper layers (under 4 M values
 //! a batch of 32) the ReLU, its gradient and the optimizer's updates ran on one core while
 //! the others waited.
 
