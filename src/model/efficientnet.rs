@@ -17,7 +17,8 @@ use burn::nn::{
 };
 use burn::tensor::{Device, Tensor};
 
-use super::fused::{Then, conv_norm_then};
+use super::activation::Then;
+use super::fused::conv_norm_then;
 use super::rewrite::{self, fold};
 
 /// The blocks' stages: repeats, kernel, stride of the first, expansion, channels in and out.

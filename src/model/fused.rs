@@ -11,42 +11,15 @@ use burn::backend::Flex;
 use burn::nn::conv::Conv2d;
 use burn::nn::{BatchNorm, PaddingConfig2d};
 use burn::tensor::Tensor;
-use burn::tensor::activation::relu;
 use burn::tensor::ops::ConvOptions;
 use burn_flex::FlexTensor;
 
-use super::relu6::relu6;
-use super::rewrite::conv_norm;
-
-/// What comes after a convolution, its batch norm and the shortcut added to them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Then {
-    Nothing,
-    Relu,
-    Relu6,
-}
-
-impl Then {
-    /// The bounds it clamps to, as flex's fused convolution takes them.
-    fn bounds(self) -> Option<(f32, f32)> {
-        match self {
-            Then::Nothing => None,
-            Then::Relu => Some((0.0, f32::INFINITY)),
-            Then::Relu6 => Some((0.0, 6.0)),
-        }
-    }
-
-    fn apply(self, x: Tensor<4>) -> Tensor<4> {
-        match self {
-            Then::Nothing => x,
-            Then::Relu => relu(x),
-            Then::Relu6 => relu6(x),
-        }
-    }
-}
+use super::activation::Then;
+use super::norm_then::norm_then;
 
 /// `then(norm(conv(x)) + add)`: in one pass where flex can (the batch norm folded away, no
-/// gradients tracked), otherwise as the operations apart.
+/// gradients tracked); while training, the convolution and then the rest in one operation
+/// where flex can ([`norm_then`]); otherwise as the operations apart.
 pub(super) fn conv_norm_then(
     conv: &Conv2d,
     norm: &Option<BatchNorm>,
@@ -54,16 +27,19 @@ pub(super) fn conv_norm_then(
     add: Option<Tensor<4>>,
     then: Then,
 ) -> Tensor<4> {
-    if norm.is_none()
-        && let Some(y) = conv_then(conv, &x, add.as_ref(), then)
-    {
-        return y;
+    match norm {
+        Some(norm) => norm_then(norm, conv.forward(x), add, then),
+        None => match conv_then(conv, &x, add.as_ref(), then) {
+            Some(y) => y,
+            None => {
+                let y = conv.forward(x);
+                then.apply(match add {
+                    Some(add) => y + add,
+                    None => y,
+                })
+            }
+        },
     }
-    let y = conv_norm(conv, norm, x);
-    then.apply(match add {
-        Some(add) => y + add,
-        None => y,
-    })
 }
 
 /// `relu(max_pool2×2(conv(x)))` where flex computes it fused.

@@ -2,11 +2,13 @@
 //! what a run that trains one is asked to do (`settings.rs`, `schedule.rs`), the model folder
 //! it is saved in (`saved.rs`), and the model built into catdog.
 
+mod activation;
 mod builtin;
 mod efficientnet;
 mod fused;
 mod network;
 mod norm_pool_relu;
+mod norm_then;
 mod pretrained;
 mod relu6;
 mod resnet;
@@ -18,7 +20,8 @@ mod small_cnn;
 mod typical;
 
 /// The autodiff backend a training device runs on flex (without gradient checkpointing): what
-/// the model's own flex operations with gradients (`relu6.rs`, `norm_pool_relu.rs`) reach
+/// the model's own flex operations with gradients (`relu6.rs`, `norm_pool_relu.rs`,
+/// `norm_then.rs`) reach
 /// through burn's backend extension API.
 type FlexTraining = burn_autodiff::Autodiff<
     burn::backend::Flex,
@@ -30,10 +33,12 @@ use std::path::{Path, PathBuf};
 use anyhow::{Result, ensure};
 use burn::tensor::Device;
 
+pub use activation::Then;
 pub use builtin::{HELD_OUT_PHOTOS as BUILTIN_HELD_OUT, TRAINED_ON_PHOTOS as BUILTIN_TRAINED_ON};
 pub use efficientnet::EfficientNetLite0;
 pub use network::{Network, NetworkKind};
 pub use norm_pool_relu::norm_pool_relu;
+pub use norm_then::norm_then;
 pub use pretrained::{
     IMAGENET_CATS, IMAGENET_DOGS, IMAGENET_NORMALIZATION, ImagenetNetwork, ImagenetView,
     has_imagenet_weights, imagenet_classes, with_imagenet_weights,

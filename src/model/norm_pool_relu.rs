@@ -18,6 +18,7 @@ use burn_autodiff::ops::{Backward, Ops, OpsKind};
 use burn_flex::ops::{NormPoolSaved, batch_norm_max_pool2x2_relu_backward};
 
 use super::FlexTraining;
+use super::norm_then::update_running_statistics;
 
 #[derive(Debug)]
 struct NormPoolRelu;
@@ -76,20 +77,7 @@ fn fused(norm: &BatchNorm, pool: &MaxPool2d, x: &Tensor<4>) -> Option<Tensor<4>>
         OpsKind::Tracked(prep) => prep.finish(fused.saved, fused.output),
         OpsKind::UnTracked(prep) => prep.finish(fused.output),
     };
-    let statistic = |t| Tensor::<1>::from_primitive::<Flex>(t).autodiff();
-    let (mean, variance) = (statistic(fused.mean), statistic(fused.variance));
-    let device = x.device();
-    let running = |state: Tensor<1>, batch: Tensor<1>| {
-        state
-            .to_device(&device)
-            .mul_scalar(1.0 - norm.momentum)
-            .add(batch.mul_scalar(norm.momentum))
-            .detach()
-    };
-    norm.running_mean
-        .update(running(norm.running_mean.value_sync(), mean));
-    norm.running_var
-        .update(running(norm.running_var.value_sync(), variance));
+    update_running_statistics(norm, fused.mean, fused.variance, &x.device());
     Some(Tensor::from_primitive::<FlexTraining>(output))
 }
 

@@ -14,7 +14,8 @@ use burn::nn::{
 };
 use burn::tensor::{Device, Tensor};
 
-use super::fused::{Then, conv_norm_then};
+use super::activation::Then;
+use super::fused::conv_norm_then;
 use super::rewrite::{self, conv_norm, fold};
 
 /// Channels of the four stages.

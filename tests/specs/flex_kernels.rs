@@ -1,6 +1,7 @@
 //! The vendored burn-flex's own kernels (vendor/burn-flex/PATCHED.md names the test of each):
 //! convolution, max-pool and batch norm, their gradients, and the fused convolution → pool →
-//! ReLU, convolution → shortcut → clamp and batch norm → pool → ReLU, and element-wise
+//! ReLU, convolution → shortcut → clamp, batch norm → pool → ReLU and batch norm → shortcut →
+//! clamp, and element-wise
 //! operations on all threads, each against burn's unpatched ndarray backend; and a kernel
 //! larger than its padded input refused.
 
@@ -633,37 +634,41 @@ fn flex_kept_winograd_kernels_follow_the_weights() {
     );
 }
 
-/// The 2×2 pool with i64 indices (what a direct `ModuleOps` call may ask for; autodiff asks
-/// for flex's default i32, which the test above compares with ndarray) gives the same pooled
-/// values, indices and gradient as with i32, odd sizes and ties included.
+/// The 2×2 pool and ResNet's 3×3 of stride 2 (pool_window.rs) with i64 indices (what a
+/// direct `ModuleOps` call may ask for; autodiff asks for flex's default i32, which the test
+/// above compares with ndarray) give the same pooled values, indices and gradient as with
+/// i32, odd sizes and ties included.
 #[test]
 fn flex_max_pool_with_i64_indices_matches_i32() {
     use burn::backend::Flex;
     use burn::backend::ops::ModuleOps;
     use burn::tensor::{Int, IntDType};
 
-    let ties = tied_data();
-    for (x, pooled_shape) in [
-        (random_data([2, 3, 7, 9], 10), [2, 3, 3, 4]),
-        (ties, [2, 3, 3, 3]),
+    let two = ([2, 2], [2, 2], [0, 0]);
+    let three = ([3, 3], [2, 2], [1, 1]);
+    for (x, pooled_shape, (kernel, stride, padding)) in [
+        (random_data([2, 3, 7, 9], 10), [2, 3, 3, 4], two),
+        (tied_data(), [2, 3, 3, 3], two),
+        (random_data([2, 3, 9, 7], 12), [2, 3, 5, 4], three),
+        (tied_data(), [2, 3, 3, 3], three),
     ] {
         let shape = x.shape().clone();
         let grad = random_data(pooled_shape, 11);
         let pool = |dtype| {
             let pooled = <Flex as ModuleOps<Flex>>::max_pool2d_with_indices(
                 flex_primitive::<4>(&x),
-                [2, 2],
-                [2, 2],
-                [0, 0],
+                kernel,
+                stride,
+                padding,
                 [1, 1],
                 false,
                 dtype,
             );
             let dx = <Flex as ModuleOps<Flex>>::max_pool2d_with_indices_backward(
                 flex_primitive::<4>(&x),
-                [2, 2],
-                [2, 2],
-                [0, 0],
+                kernel,
+                stride,
+                padding,
                 [1, 1],
                 false,
                 flex_primitive::<4>(&grad),
@@ -777,6 +782,70 @@ fn flex_fused_batch_norm_pool_and_relu_match_ndarray() {
                 ("running mean", norm.running_mean.value().into_data()),
                 ("running variance", norm.running_var.value().into_data()),
             ]
+        });
+    }
+}
+
+/// catdog's batch norm → shortcut added → ReLU, ReLU6 or nothing while training, one
+/// operation on flex (src/model/norm_then.rs), against the operations apart on ndarray: the
+/// output, the gradients of x, γ, β and the shortcut, and the running statistics after two
+/// steps; batch 1, γ of both signs and large enough for ReLU6's upper bound, more channels,
+/// odd sides.
+#[test]
+fn flex_fused_batch_norm_shortcut_and_clamp_match_ndarray() {
+    use burn::module::Param;
+    use burn::nn::BatchNormConfig;
+    use catdog::model::{Then, norm_then};
+
+    let cases = [
+        (random_data([4, 3, 6, 8], 0), Then::Relu, false),
+        (random_data([4, 3, 6, 8], 1), Then::Relu, true),
+        (random_data([1, 2, 2, 2], 2), Then::Relu, true),
+        (random_data([3, 16, 5, 7], 3), Then::Relu6, false),
+        (random_data([2, 4, 5, 6], 4), Then::Relu6, true),
+        (random_data([2, 4, 5, 6], 5), Then::Nothing, true),
+        (random_data([2, 4, 3, 3], 6), Then::Nothing, false),
+    ];
+    for (seed, (x, then, shortcut)) in (10..).zip(cases) {
+        let shape: [usize; 4] = x.shape().to_vec().try_into().unwrap();
+        let channels = shape[1];
+        // γ in [−8, 8): normalised values beyond ReLU6's 6 on both sides.
+        let gamma = Tensor::<1>::from_data(random_data([channels], seed), &Device::flex()) * 8.0;
+        let (gamma, beta) = (gamma.into_data(), random_data([channels], seed + 100));
+        let added = random_data(shape, seed + 200);
+        let fused = burn_flex::ops::batch_norm_add_clamp(
+            flex_primitive::<4>(&x),
+            flex_primitive::<1>(&gamma),
+            flex_primitive::<1>(&beta),
+            1e-5,
+            shortcut.then(|| flex_primitive::<4>(&added)),
+            None,
+        );
+        assert!(fused.is_some(), "flex fuses {shape:?}");
+        let case = format!("{shape:?}, {then:?}, shortcut {shortcut}");
+        assert_flex_matches_ndarray(&case, |device, weights| {
+            let mut norm = BatchNormConfig::new(channels).init(device);
+            norm.gamma = Param::from_tensor(Tensor::from_data(gamma.clone(), device));
+            norm.beta = Param::from_tensor(Tensor::from_data(beta.clone(), device));
+            let input = || Tensor::<4>::from_data(x.clone(), device).require_grad();
+            let add = Tensor::<4>::from_data(added.clone(), device).require_grad();
+            let add_to = |shortcut: bool| shortcut.then(|| add.clone());
+            let _ = norm_then(&norm, input() * 2.0, add_to(shortcut), then);
+            let x = input();
+            let y = norm_then(&norm, x.clone(), add_to(shortcut), then);
+            let grads = weights.weighted_sum(y.clone()).backward();
+            let mut results = vec![
+                ("y", y.into_data()),
+                ("dx", x.grad(&grads).unwrap().into_data()),
+                ("dgamma", norm.gamma.val().grad(&grads).unwrap().into_data()),
+                ("dbeta", norm.beta.val().grad(&grads).unwrap().into_data()),
+                ("running mean", norm.running_mean.value().into_data()),
+                ("running variance", norm.running_var.value().into_data()),
+            ];
+            if shortcut {
+                results.push(("dshortcut", add.grad(&grads).unwrap().into_data()));
+            }
+            results
         });
     }
 }

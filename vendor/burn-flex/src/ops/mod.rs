@@ -100,9 +100,15 @@ pub mod conv;
 #[cfg(feature = "rayon")]
 mod patch;
 #[cfg(feature = "rayon")]
+pub(crate) use patch::elementwise::PARALLEL_FROM;
+#[cfg(feature = "rayon")]
 pub use patch::clamp::{clamp_backward_f32, clamp_f32};
 #[cfg(feature = "rayon")]
 pub use patch::conv::{conv2d_max_pool2x2_relu, conv2d_then};
+#[cfg(feature = "rayon")]
+pub use patch::norm_clamp::{
+    NormClamp, NormClampSaved, batch_norm_add_clamp, batch_norm_add_clamp_backward,
+};
 #[cfg(feature = "rayon")]
 pub use patch::norm_pool::{
     NormPoolRelu, NormPoolSaved, batch_norm_max_pool2x2_relu, batch_norm_max_pool2x2_relu_backward,

@@ -657,6 +657,23 @@ impl ModuleOps<Flex> for Flex {
                 indices,
             ));
         }
+        #[cfg(feature = "rayon")]
+        if output_grad.dtype() == DType::F32
+            && patch::pool_window::applies(
+                &x,
+                _kernel_size,
+                _stride,
+                _padding,
+                _dilation,
+                _ceil_mode,
+            )
+        {
+            return MaxPool2dBackward::new(patch::pool_window::max_pool2d_backward(
+                &x,
+                output_grad,
+                indices,
+            ));
+        }
         let x_grad = match x.dtype() {
             DType::F32 => pool::max_pool2d_backward_f32(x, output_grad, indices),
             DType::F64 => pool::max_pool2d_backward_f64(x, output_grad, indices),

@@ -9,9 +9,10 @@ use macerator::{Scalar, Simd, VBitAnd, VBitOr, VBitXor, vload_unaligned, vstore_
 use rayon::prelude::*;
 
 /// Threshold for parallel execution (elements). catdog's patch: that of its other element-wise
-/// operations (patch/elementwise.rs); upstream's 4 M kept ResNet-18's deeper layers on one core.
+/// operations (patch/elementwise.rs, one constant); upstream's 4 M kept ResNet-18's deeper
+/// layers on one core.
 #[cfg(feature = "rayon")]
-const PARALLEL_THRESHOLD: usize = 1 << 16;
+const PARALLEL_THRESHOLD: usize = crate::ops::PARALLEL_FROM;
 
 #[cfg(feature = "rayon")]
 const CHUNK_SIZE: usize = 4096;

@@ -24,6 +24,7 @@ use rayon::prelude::*;
 use super::gemm::{Matrix, gemm, gemm_strided};
 use super::pool::{max_relu, pool_rows};
 use super::depthwise;
+use super::elementwise::zeroed;
 use super::epilogue::Epilogue;
 use super::kernel_cache;
 use super::winograd::{self, Dims, Output};
@@ -365,7 +366,7 @@ fn input_grad<T: Element>(g: &Geometry, weight: &[T], dy: &[T]) -> Vec<T> {
         return winograd::conv3x3(&swapped, dy, &u, None, Output::Plain, Epilogue::NONE);
     }
     let (rows, plane, c_out) = (g.group_rows(), g.out_plane(), g.group_c_out());
-    let mut dx = vec![T::zero(); g.batch * g.image_len()];
+    let mut dx = zeroed(g.batch * g.image_len(), T::zero());
     let parallelism = g.gemm_parallelism();
     dx.par_chunks_mut(g.image_len().max(1))
         .zip(dy.par_chunks(g.out_image_len().max(1)))

@@ -21,6 +21,7 @@ use alloc::vec::Vec;
 use rayon::prelude::*;
 
 use super::conv::Geometry;
+use super::elementwise::zeroed;
 use super::epilogue::Epilogue;
 use super::{Element, assume_written};
 
@@ -216,7 +217,7 @@ pub(super) fn input_grad<T: Element>(g: &Geometry, weight: &[T], dy: &[T]) -> Ve
     let p = Phased::new(g);
     let taps = g.k_h * g.k_w;
     let starts = p.run_starts(g.k_w);
-    let mut dx = vec![T::zero(); g.batch * g.c_in * plane_in];
+    let mut dx = zeroed(g.batch * g.c_in * plane_in, T::zero());
     dx.par_chunks_mut(plane_in.max(1))
         .with_min_len(MIN_TASK_VALUES.div_ceil(plane_in.max(1)))
         .enumerate()

@@ -1,7 +1,9 @@
 //! Element-wise operations on all threads once a tensor is large enough, written in place or,
-//! for a tensor another holds, anew. Upstream maps every tensor in one thread: at ResNet-18's deeper layers (under 4 M values
-//! a batch of 32) the ReLU, its gradient and the optimizer's updates ran on one core while
-//! the others waited.
+//! for a tensor another holds, anew. Upstream maps every tensor in one thread: at ResNet-18's
+//! deeper layers (under 4 M values a batch of 32) the ReLU, its gradient and the optimizer's
+//! updates ran on one core while the others waited. Zero-filled buffers likewise: catdog keeps
+//! freed memory in the heap (src/device/allocator.rs), so `vec![0.0; n]` is a memset on the
+//! calling thread, not fresh zero pages.
 
 use alloc::vec::Vec;
 
@@ -13,6 +15,18 @@ pub(crate) const PARALLEL_FROM: usize = 1 << 16;
 
 /// Values per task: 64 KB of f32, two such stay in a core's L2 cache.
 const CHUNK: usize = 1 << 14;
+
+/// `len` copies of `zero`, written on all threads from [`PARALLEL_FROM`] values.
+pub(crate) fn zeroed<E: Send + Sync + Copy>(len: usize, zero: E) -> Vec<E> {
+    if len < PARALLEL_FROM {
+        return alloc::vec![zero; len];
+    }
+    super::par_written(len, CHUNK, |_, out| {
+        out.iter_mut().for_each(|o| {
+            o.write(zero);
+        })
+    })
+}
 
 /// `values[i] = op(values[i])` for every value.
 pub(crate) fn map_in_place<E: Send + Copy>(values: &mut [E], op: impl Fn(E) -> E + Sync) {

@@ -10,6 +10,7 @@ pub(crate) mod elementwise;
 mod epilogue;
 mod kernel_cache;
 mod gemm;
+pub(crate) mod norm_clamp;
 pub(crate) mod norm_pool;
 pub(crate) mod pool;
 pub(crate) mod pool_window;
