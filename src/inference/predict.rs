@@ -86,16 +86,17 @@ impl Predictor {
     /// Loads the chosen model onto `backend`, whichever backend trained it.
     pub fn load(choice: &ModelChoice, backend: &Backend) -> Result<Predictor> {
         // On the CPU the two networks load side by side: each load is one thread's work.
-        let tells_neither = tells_neither(&choice.describe()?);
+        let info = choice.describe()?;
+        let tells_neither = tells_neither(&info);
         let (loaded, imagenet) = both(
             is_cpu(&backend.device),
-            || choice.load(&backend.device),
+            || choice.load_described(&info, &backend.device),
             || match tells_neither {
                 true => ImagenetNetwork::load(&backend.device).map(Some),
                 false => Ok(None),
             },
         );
-        let (model, info) = loaded?;
+        let model = loaded?;
         let imagenet = imagenet?;
         let model = model.folded();
         Ok(Predictor {

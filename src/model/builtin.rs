@@ -25,9 +25,9 @@ pub const HELD_OUT_PHOTOS: usize = 2_000;
 /// Stands for the built-in model's folder in errors.
 const NAME: &str = "models/builtin-efficientnet-20k (built in)";
 
-/// Reads the built-in model onto `device`.
-pub(crate) fn load(device: &Device) -> Result<(Network, ModelInfo)> {
-    saved::load_from_memory(INFO, WEIGHTS, Path::new(NAME), device)
+/// Reads the built-in model onto `device`, as its description ([`describe`]) gives it.
+pub(crate) fn load_described(info: &ModelInfo, device: &Device) -> Result<Network> {
+    saved::load_described_from_memory(info, WEIGHTS, Path::new(NAME), device)
 }
 
 /// What the built-in model's `catdog.json` says.
@@ -42,7 +42,10 @@ mod tests {
 
     #[test]
     fn the_compiled_in_files_belong_together_and_describe_a_cat_dog_model() {
-        let (_, info) = ModelChoice::Builtin.load(&Device::flex()).unwrap();
+        let info = ModelChoice::Builtin.describe().unwrap();
+        ModelChoice::Builtin
+            .load_described(&info, &Device::flex())
+            .unwrap();
         assert_eq!(info.classes, ["cat", "dog"]);
         assert_eq!(info.image_size, 224);
         assert_eq!(info.network(), crate::model::NetworkKind::EfficientNetLite0);
@@ -56,8 +59,14 @@ mod tests {
         // A damaged copy is refused, not loaded.
         let mut damaged = WEIGHTS.to_vec();
         damaged[WEIGHTS.len() / 2] ^= 1;
-        let Err(err) = saved::load_from_memory(INFO, &damaged, Path::new("x"), &Device::flex())
-        else {
+        let described = describe().unwrap();
+        let loaded = saved::load_described_from_memory(
+            &described,
+            &damaged,
+            Path::new("x"),
+            &Device::flex(),
+        );
+        let Err(err) = loaded else {
             panic!("a damaged copy loaded");
         };
         let err = format!("{err:#}");

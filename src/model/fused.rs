@@ -58,7 +58,7 @@ fn conv_then(
 ) -> Option<Tensor<4>> {
     let (input, weight, bias) = on_flex(conv, x)?;
     let add = match add {
-        Some(add) => Some(add.clone().try_into_primitive::<Flex>().ok()?),
+        Some(add) => Some(flex(add)?),
         None => None,
     };
     burn_flex::ops::conv2d_then(input, weight, bias, &options(conv, x), add, then.bounds())
@@ -68,13 +68,18 @@ fn conv_then(
 /// `x`, `conv`'s weights and its bias as flex's own tensors; `None` on another backend or
 /// for tensors that track gradients.
 fn on_flex(conv: &Conv2d, x: &Tensor<4>) -> Option<(FlexTensor, FlexTensor, Option<FlexTensor>)> {
-    let input = x.clone().try_into_primitive::<Flex>().ok()?;
+    let input = flex(x)?;
     let weight = conv.weight.val().try_into_primitive::<Flex>().ok()?;
     let bias = match &conv.bias {
         Some(bias) => Some(bias.val().try_into_primitive::<Flex>().ok()?),
         None => None,
     };
     Some((input, weight, bias))
+}
+
+/// `x` as flex's own tensor; `None` on another backend or where it tracks gradients.
+fn flex(x: &Tensor<4>) -> Option<FlexTensor> {
+    x.clone().try_into_primitive::<Flex>().ok()
 }
 
 /// `conv`'s options for input `x`, its padding worked out as burn-nn 0.22's `Conv2d::forward`

@@ -92,16 +92,18 @@ impl ModelChoice {
         }
     }
 
-    /// Reads the model onto `device`, checking that it is one this catdog can run.
-    pub(crate) fn load(&self, device: &Device) -> Result<(Network, ModelInfo)> {
+    /// Reads the weights that `info`, the model's description as [`describe`](Self::describe)
+    /// gave it, names onto `device`. Two steps, so that a caller can decide on the description
+    /// first without it being read and checked twice.
+    pub(crate) fn load_described(&self, info: &ModelInfo, device: &Device) -> Result<Network> {
         match self {
-            ModelChoice::Builtin => builtin::load(device),
-            ModelChoice::Folder(dir) => saved::load(dir, device),
+            ModelChoice::Builtin => builtin::load_described(info, device),
+            ModelChoice::Folder(dir) => saved::load_described(dir, info, device),
         }
     }
 
-    /// What the model's description says, checked as [`load`](Self::load) checks it, without
-    /// reading its weights.
+    /// What the model's description says, checked as one this catdog can run, without reading
+    /// its weights.
     pub(crate) fn describe(&self) -> Result<ModelInfo> {
         match self {
             ModelChoice::Builtin => builtin::describe(),

@@ -230,20 +230,18 @@ pub(crate) fn is_model_folder(dir: &Path) -> bool {
     info_path(dir).is_file()
 }
 
-/// Reads the model in `dir` onto `device`, checking that it is one this catdog can run.
-pub(crate) fn load(dir: &Path, device: &Device) -> Result<(Network, ModelInfo)> {
-    let info = describe(dir)?;
+/// Reads the weights in `dir` onto `device` that `info`, its checked description
+/// ([`describe`]), names.
+pub(crate) fn load_described(dir: &Path, info: &ModelInfo, device: &Device) -> Result<Network> {
     let info_path = dir.join(INFO_FILE);
     let model = Network::new(info.network(), info.classes.len(), 0.0, device);
-    check_weights_size(&info, &model, &info_path)?;
+    check_weights_size(info, &model, &info_path)?;
     let weights_path = dir.join(&info.weights_file);
-    let weights = read_checked(&weights_path, expected_checksum(&info), &info_path)?;
-    let model = network_from(model, weights, &info, device, &weights_path, &info_path)?;
-    Ok((model, info))
+    let weights = read_checked(&weights_path, expected_checksum(info), &info_path)?;
+    network_from(model, weights, info, device, &weights_path, &info_path)
 }
 
-/// What `dir`'s `catdog.json` says of the model there, checked as [`load`] checks it, without
-/// reading its weights.
+/// What `dir`'s `catdog.json` says of the model there, checked before any weights are read.
 pub(crate) fn describe(dir: &Path) -> Result<ModelInfo> {
     let info_path = dir.join(INFO_FILE);
     if !dir.is_dir() {
@@ -266,33 +264,31 @@ pub(crate) fn describe(dir: &Path) -> Result<ModelInfo> {
     parse_info(&text, &info_path)
 }
 
-/// [`load`] for a model whose two files are in memory (the built-in one); `name` stands for
-/// the folder in errors.
-pub(crate) fn load_from_memory(
-    info_json: &str,
+/// [`load_described`] for a model whose weights are in memory (the built-in one); `name`
+/// stands for the folder in errors.
+pub(crate) fn load_described_from_memory(
+    info: &ModelInfo,
     weights: &[u8],
     name: &Path,
     device: &Device,
-) -> Result<(Network, ModelInfo)> {
+) -> Result<Network> {
     let info_path = name.join(INFO_FILE);
-    let info = describe_from_memory(info_json, name)?;
     let weights_path = name.join(&info.weights_file);
     ensure!(
-        Checksum::of(weights) == expected_checksum(&info),
+        Checksum::of(weights) == expected_checksum(info),
         "{} does not match the size and checksum {} records",
         weights_path.display(),
         info_path.display()
     );
     let model = Network::new(info.network(), info.classes.len(), 0.0, device);
-    let model = network_from(
+    network_from(
         model,
         weights.to_vec(),
-        &info,
+        info,
         device,
         &weights_path,
         &info_path,
-    )?;
-    Ok((model, info))
+    )
 }
 
 /// [`describe`] for a model whose description is in memory; `name` stands for the folder.
@@ -485,6 +481,13 @@ mod tests {
     use super::*;
     use crate::device::BackendKind;
     use burn::tensor::{Distribution, Tensor};
+
+    /// The model in `dir`, as `ModelChoice::Folder(dir)` reads it.
+    fn load(dir: &Path, device: &Device) -> Result<(Network, ModelInfo)> {
+        let info = describe(dir)?;
+        let model = load_described(dir, &info, device)?;
+        Ok((model, info))
+    }
 
     fn small_cnn(device: &Device) -> Network {
         Network::new(NetworkKind::SmallCnn, 2, 0.0, device)
@@ -831,7 +834,7 @@ mod tests {
                 .unwrap();
         assert_eq!(older.settings, None);
         assert_eq!(older.trained_on.unwrap().seed, 42);
-        let (_, builtin) = super::super::builtin::load(&device).unwrap();
+        let builtin = super::super::builtin::describe().unwrap();
         assert_eq!(
             builtin.settings.unwrap().data,
             Some("dogs-vs-cats-20k".into())

@@ -263,9 +263,7 @@ impl TrainSettings {
         }
         Ok(())
     }
-}
 
-impl TrainSettings {
     /// `--frozen-epochs` leaves epochs for the whole network to learn in, at a rate above 0.
     fn check_frozen_epochs(&self) -> Result<()> {
         let frozen = self.frozen_epochs;
