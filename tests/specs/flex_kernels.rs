@@ -255,6 +255,40 @@ fn flex_convolution_and_its_gradients_match_ndarray() {
                 groups: 3,
             },
         ),
+        // Rows wider than the 16 outputs the forward pass sums at a time, and not a multiple
+        // of them: stride 1 (37 = 16 + 16 + 5) and stride 2 "same" (20 = 16 + 4).
+        (
+            [2, 3, 5, 37],
+            [3, 1, 3, 3],
+            ConvOptions::new([1, 1], [1, 1], [1, 1], 3),
+        ),
+        (
+            [1, 4, 6, 40],
+            [4, 1, 5, 5],
+            ConvOptions {
+                stride: [2, 2],
+                padding: [(1, 2), (1, 2)],
+                dilation: [1, 1],
+                groups: 4,
+            },
+        ),
+        // Stride 1 without padding, and with uneven padding: the input gradient as the
+        // forward pass of the output gradient padded by `k − 1 − pad`.
+        (
+            [1, 2, 7, 19],
+            [2, 1, 3, 3],
+            ConvOptions::new([1, 1], [0, 0], [1, 1], 2),
+        ),
+        (
+            [2, 2, 6, 18],
+            [2, 1, 3, 3],
+            ConvOptions {
+                stride: [1, 1],
+                padding: [(0, 2), (2, 0)],
+                dilation: [1, 1],
+                groups: 2,
+            },
+        ),
         // 1×1 (EfficientNet's expansions and projections): read in place over several images
         // and two groups; with padding, through im2col.
         (
