@@ -21,7 +21,7 @@ use burn_backend::ops::ConvOptions;
 use burn_std::{Bytes, Shape};
 use rayon::prelude::*;
 
-use super::gemm::{Matrix, gemm, gemm_strided};
+use super::gemm::{Matrix, gemm, gemm_into, gemm_strided};
 use super::pool::{max_relu, pool_rows};
 use super::depthwise;
 use super::elementwise::zeroed;
@@ -292,38 +292,45 @@ fn forward<T: Element>(
             || (g.cols_buffer(), vec![T::zero(); full_len]),
             |(cols, full), (b, y_b)| {
                 let x_b = &x[b * image_len..][..image_len];
-                let image = match output {
+                let cols = g.patches(x_b, cols);
+                let products = |group: usize| {
+                    (
+                        Matrix::rows(&weight[group * c_out * rows..], rows),
+                        Matrix::rows(&cols[group * rows * plane..], plane),
+                    )
+                };
+                match output {
                     Output::Plain => {
-                        for (c, out) in y_b.chunks_mut(plane.max(1)).enumerate() {
-                            let start = bias.map_or(T::zero(), |bias| bias[c]);
-                            out.iter_mut().for_each(|v| {
-                                v.write(start);
-                            });
+                        // The products straight into the output, then the bias and the
+                        // epilogue a plane at a time while it is in cache: filling the
+                        // output with the bias first for gemm to add to was a pass of its
+                        // own over an image larger than the caches (a tenth of
+                        // EfficientNet-Lite0's inference).
+                        for group in 0..g.groups {
+                            let (lhs, rhs) = products(group);
+                            let dst = &mut y_b[group * c_out * plane..][..c_out * plane];
+                            gemm_into([c_out, plane, rows], dst, lhs, rhs, parallelism);
                         }
-                        // SAFETY: every value of the image was written just above.
-                        unsafe { assume_written(&mut *y_b) }
+                        // SAFETY: each group's product wrote its `c_out · plane` values.
+                        let image = unsafe { assume_written(&mut *y_b) };
+                        for (c, out) in image.chunks_mut(plane.max(1)).enumerate() {
+                            if let Some(bias) = bias {
+                                out.iter_mut().for_each(|v| *v += bias[c]);
+                            }
+                            after.apply(b * image_out + c * plane, out);
+                        }
                     }
                     Output::PooledRelu => {
                         for (c, out) in full.chunks_mut(plane.max(1)).enumerate() {
                             out.fill(bias.map_or(T::zero(), |bias| bias[c]));
                         }
-                        &mut full[..]
+                        for group in 0..g.groups {
+                            let (lhs, rhs) = products(group);
+                            let dst = &mut full[group * c_out * plane..];
+                            gemm([c_out, plane, rows], dst, true, lhs, rhs, parallelism);
+                        }
+                        pool_rows(full, g.w_out, g.w_out / 2, y_b, max_relu);
                     }
-                };
-                let cols = g.patches(x_b, cols);
-                for group in 0..g.groups {
-                    gemm(
-                        [c_out, plane, rows],
-                        &mut image[group * c_out * plane..],
-                        true,
-                        Matrix::rows(&weight[group * c_out * rows..], rows),
-                        Matrix::rows(&cols[group * rows * plane..], plane),
-                        parallelism,
-                    );
-                }
-                match output {
-                    Output::PooledRelu => pool_rows(full, g.w_out, g.w_out / 2, y_b, max_relu),
-                    Output::Plain => after.apply(b * image_out, image),
                 }
             },
         );

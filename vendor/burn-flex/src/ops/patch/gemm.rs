@@ -39,6 +39,39 @@ pub(super) fn gemm<T: Element>(
     gemm_strided([m, n, k], dst, [n, 1], accumulate, lhs, rhs, parallelism);
 }
 
+/// `dst[m×n] = lhs[m×k] · rhs[k×n]` into memory not yet written (row-major), every value of
+/// `dst[..m·n]` written, never read: the caller's output need not be filled first.
+pub(super) fn gemm_into<T: Element>(
+    [m, n, k]: [usize; 3],
+    dst: &mut [core::mem::MaybeUninit<T>],
+    lhs: Matrix<T>,
+    rhs: Matrix<T>,
+    parallelism: gemm::Parallelism,
+) {
+    if k == 0 {
+        // No products: gemm may leave `dst` as it is.
+        dst[..m * n].iter_mut().for_each(|v| {
+            v.write(T::zero());
+        });
+        return;
+    }
+    // SAFETY: with `accumulate` false, gemm writes every value of `dst[m×n]` and reads none
+    // (gemm takes raw pointers, so no reference to unwritten values is made); the checks in
+    // `checked` keep it inside the slice.
+    unsafe {
+        checked(
+            [m, n, k],
+            dst.as_mut_ptr() as *mut T,
+            dst.len(),
+            [n, 1],
+            false,
+            lhs,
+            rhs,
+            parallelism,
+        )
+    }
+}
+
 /// [`gemm`] into a `dst` of any (row, column) strides. gemm solves a row-major `dst` as
 /// `dstᵀ = rhsᵀ · lhsᵀ`, and copies its left operand into panels unless that operand's rows
 /// are adjacent in memory (`row_stride` 1, once transposed as the case may be).
@@ -46,6 +79,39 @@ pub(super) fn gemm<T: Element>(
 pub(super) fn gemm_strided<T: Element>(
     [m, n, k]: [usize; 3],
     dst: &mut [T],
+    [dst_row_stride, dst_col_stride]: [usize; 2],
+    accumulate: bool,
+    lhs: Matrix<T>,
+    rhs: Matrix<T>,
+    parallelism: gemm::Parallelism,
+) {
+    let len = dst.len();
+    // SAFETY: `dst` is a slice of written values, `len` long.
+    unsafe {
+        checked(
+            [m, n, k],
+            dst.as_mut_ptr(),
+            len,
+            [dst_row_stride, dst_col_stride],
+            accumulate,
+            lhs,
+            rhs,
+            parallelism,
+        )
+    }
+}
+
+/// gemm's call behind the checks that keep it inside `dst` (`len` values from `dst`),
+/// `lhs` and `rhs`.
+///
+/// # Safety
+/// `dst` must point to `len` values that may be written; where `accumulate`, they must have
+/// been written.
+#[allow(clippy::too_many_arguments)]
+unsafe fn checked<T: Element>(
+    [m, n, k]: [usize; 3],
+    dst: *mut T,
+    len: usize,
     [dst_row_stride, dst_col_stride]: [usize; 2],
     accumulate: bool,
     lhs: Matrix<T>,
@@ -63,7 +129,7 @@ pub(super) fn gemm_strided<T: Element>(
         .checked_mul(dst_row_stride)
         .zip((n - 1).checked_mul(dst_col_stride))
         .and_then(|(a, b)| a.checked_add(b));
-    assert!(dst_last.is_some_and(|last| last < dst.len()));
+    assert!(dst_last.is_some_and(|last| last < len));
     let apart = |[inner, outer]: [usize; 2], [len_inner, len_outer]: [usize; 2]| {
         (len_inner == 1 || inner > 0) && (len_outer == 1 || outer > (len_inner - 1) * inner)
     };
@@ -72,13 +138,14 @@ pub(super) fn gemm_strided<T: Element>(
             || apart([dst_col_stride, dst_row_stride], [n, m])
     );
     assert!(k == 0 || (last(lhs, m, k) < lhs.data.len() && last(rhs, k, n) < rhs.data.len()));
-    // SAFETY: the assertions above keep every index gemm computes inside the slices.
+    // SAFETY: the assertions above keep every index gemm computes inside the slices, and
+    // the caller vouches for `dst`.
     unsafe {
         gemm::gemm(
             m,
             n,
             k,
-            dst.as_mut_ptr(),
+            dst,
             dst_col_stride as isize,
             dst_row_stride as isize,
             accumulate,
