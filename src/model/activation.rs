@@ -1,6 +1,6 @@
 //! What follows a convolution, its batch norm and the shortcut added to them: nothing, ReLU
 //! (ResNet) or ReLU6 (EfficientNet-Lite). The fused operations (`fused.rs`, `norm_then.rs`)
-//! take it as the bounds they clamp to; the operations apart apply it.
+//! take it as the bounds they clamp to; the operations apart apply it with [`Then::after`].
 
 use burn::tensor::Tensor;
 use burn::tensor::activation::relu;
@@ -28,7 +28,12 @@ impl Then {
         }
     }
 
-    pub(super) fn apply(self, x: Tensor<4>) -> Tensor<4> {
+    /// `self(y + add)`, or `self(y)` without a shortcut, as the operations apart.
+    pub(super) fn after(self, y: Tensor<4>, add: Option<Tensor<4>>) -> Tensor<4> {
+        let x = match add {
+            Some(add) => y + add,
+            None => y,
+        };
         match self {
             Then::Nothing => x,
             Then::Relu => relu(x),

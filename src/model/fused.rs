@@ -31,13 +31,7 @@ pub(super) fn conv_norm_then(
         Some(norm) => norm_then(norm, conv.forward(x), add, then),
         None => match conv_then(conv, &x, add.as_ref(), then) {
             Some(y) => y,
-            None => {
-                let y = conv.forward(x);
-                then.apply(match add {
-                    Some(add) => y + add,
-                    None => y,
-                })
-            }
+            None => then.after(conv.forward(x), add),
         },
     }
 }

@@ -45,11 +45,7 @@ pub fn norm_then(norm: &BatchNorm, x: Tensor<4>, add: Option<Tensor<4>>, then: T
     if let Some(y) = fused(norm, &x, add.as_ref(), then) {
         return y;
     }
-    let y = norm.forward(x);
-    then.apply(match add {
-        Some(add) => y + add,
-        None => y,
-    })
+    then.after(norm.forward(x), add)
 }
 
 fn fused(
