@@ -63,14 +63,28 @@ pub fn clamp_f32(x: FlexTensor, low: f32, high: f32) -> Option<FlexTensor> {
 /// The input's gradient of [`clamp_f32`], from its output `y` and the output's gradient:
 /// `grad` where `low < y < high`, zero elsewhere. f32 tensors of one shape only (`None`
 /// otherwise).
-pub fn clamp_backward_f32(y: &FlexTensor, grad: FlexTensor, low: f32, high: f32) -> Option<FlexTensor> {
+pub fn clamp_backward_f32(
+    y: &FlexTensor,
+    grad: FlexTensor,
+    low: f32,
+    high: f32,
+) -> Option<FlexTensor> {
     let same = y.layout().shape() == grad.layout().shape();
     if y.dtype() != DType::F32 || grad.dtype() != DType::F32 || !same {
         return None;
     }
+    Some(masked(grad, y, move |y| y > low && y < high))
+}
+
+/// `grad` where `passes(y)`, zero elsewhere (f32 tensors of one shape): in place where
+/// nothing else holds `grad`'s data. Also the masked gradient of `norm_clamp.rs`.
+pub(super) fn masked(
+    grad: FlexTensor,
+    y: &FlexTensor,
+    passes: impl Fn(f32) -> bool + Sync + Send,
+) -> FlexTensor {
     let y = y.to_contiguous();
     let y: &[f32] = y.storage();
-    let passes = |y: f32| y > low && y < high;
     let mut grad = grad.into_contiguous();
     if let Some(g) = grad.try_storage_mut::<f32>() {
         g.par_chunks_mut(CHUNK)
@@ -82,7 +96,7 @@ pub fn clamp_backward_f32(y: &FlexTensor, grad: FlexTensor, low: f32, high: f32)
                     }
                 }
             });
-        return Some(grad);
+        return grad;
     }
     let g: &[f32] = grad.storage();
     let out = par_written(g.len(), CHUNK, |i, chunk| {
@@ -91,5 +105,5 @@ pub fn clamp_backward_f32(y: &FlexTensor, grad: FlexTensor, low: f32, high: f32)
             out.write(if passes(y) { g } else { 0.0 });
         }
     });
-    Some(tensor(out, &grad))
+    tensor(out, &grad)
 }
