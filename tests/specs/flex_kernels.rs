@@ -289,6 +289,18 @@ fn flex_convolution_and_its_gradients_match_ndarray() {
                 groups: 2,
             },
         ),
+        // A 2×7 kernel (the weight gradient's fallback for widths other than 3 and 5), and a
+        // single row with stride 2 across only (the two-row forward pass's lone row).
+        (
+            [2, 3, 9, 12],
+            [3, 1, 2, 7],
+            ConvOptions::new([1, 1], [1, 3], [1, 1], 3),
+        ),
+        (
+            [1, 2, 1, 20],
+            [2, 1, 3, 3],
+            ConvOptions::new([1, 2], [1, 1], [1, 1], 2),
+        ),
         // 1×1 (EfficientNet's expansions and projections): read in place over several images
         // and two groups; with padding, through im2col.
         (
@@ -723,46 +735,48 @@ fn flex_max_pool_with_i64_indices_matches_i32() {
     }
 }
 
-/// Training (batch statistics, with gradients) and inference (given statistics).
+/// Training (batch statistics, with gradients) and inference (given statistics); also with a
+/// mean far from zero beside the spread, where statistics summed in one read about zero would
+/// lose the variance (flex's sums are about the first image's mean).
 #[test]
 fn flex_batch_norm_and_its_gradients_match_ndarray() {
     use burn::tensor::module::{batch_norm, batch_norm_train};
 
-    let (x, gamma, beta) = (
-        random_data([4, 3, 5, 6], 0),
-        random_data([3], 1),
-        random_data([3], 2),
-    );
+    let (gamma, beta) = (random_data([3], 1), random_data([3], 2));
     let mean = random_data([3], 3);
     // In [0.1, 2).
     let variance =
         (Tensor::<1>::from_data(random_data([3], 4), &Device::flex()) * 0.95 + 1.05).into_data();
-    assert_flex_matches_ndarray("batch norm [4, 3, 5, 6]", |device, weights| {
-        let x = Tensor::<4>::from_data(x.clone(), device).require_grad();
-        let gamma = Tensor::<1>::from_data(gamma.clone(), device).require_grad();
-        let beta = Tensor::<1>::from_data(beta.clone(), device).require_grad();
-        let trained = batch_norm_train(x.clone(), gamma.clone(), beta.clone(), 1e-5);
-        let grads = weights.weighted_sum(trained.output.clone()).backward();
-        let given = [mean.clone(), variance.clone()].map(|v| Tensor::<1>::from_data(v, device));
-        let [mean, variance] = given;
-        let inference = batch_norm(
-            x.clone().detach(),
-            gamma.clone(),
-            beta.clone(),
-            mean,
-            variance,
-            1e-5,
-        );
-        vec![
-            ("output", trained.output.into_data()),
-            ("mean", trained.mean.into_data()),
-            ("variance", trained.variance.into_data()),
-            ("dx", x.grad(&grads).unwrap().into_data()),
-            ("dgamma", gamma.grad(&grads).unwrap().into_data()),
-            ("dbeta", beta.grad(&grads).unwrap().into_data()),
-            ("inference", inference.into_data()),
-        ]
-    });
+    let x = random_data([4, 3, 5, 6], 0);
+    let far = (Tensor::<4>::from_data(x.clone(), &Device::flex()) * 2.0 + 100.0).into_data();
+    for (name, x) in [("batch norm [4, 3, 5, 6]", x), ("mean 100, spread 2", far)] {
+        assert_flex_matches_ndarray(name, |device, weights| {
+            let x = Tensor::<4>::from_data(x.clone(), device).require_grad();
+            let gamma = Tensor::<1>::from_data(gamma.clone(), device).require_grad();
+            let beta = Tensor::<1>::from_data(beta.clone(), device).require_grad();
+            let trained = batch_norm_train(x.clone(), gamma.clone(), beta.clone(), 1e-5);
+            let grads = weights.weighted_sum(trained.output.clone()).backward();
+            let given = [mean.clone(), variance.clone()].map(|v| Tensor::<1>::from_data(v, device));
+            let [mean, variance] = given;
+            let inference = batch_norm(
+                x.clone().detach(),
+                gamma.clone(),
+                beta.clone(),
+                mean,
+                variance,
+                1e-5,
+            );
+            vec![
+                ("output", trained.output.into_data()),
+                ("mean", trained.mean.into_data()),
+                ("variance", trained.variance.into_data()),
+                ("dx", x.grad(&grads).unwrap().into_data()),
+                ("dgamma", gamma.grad(&grads).unwrap().into_data()),
+                ("dbeta", beta.grad(&grads).unwrap().into_data()),
+                ("inference", inference.into_data()),
+            ]
+        });
+    }
 }
 
 /// catdog's batch norm → 2×2 max-pool → ReLU while training, one operation on flex

@@ -11,9 +11,11 @@
 //! kernel tap reads a contiguous run: `y[oy, ox] += w[ky, kx] · padded[oy·s + ky·d, ox·s + kx·d]`
 //! is one vector multiply-add over the output row, whatever the stride, padding and dilation.
 //! - forward: each output row starts as the bias and takes its `k_h · k_w` runs while in cache;
-//! - input gradient: the same runs added into a padded, phased accumulator, then cropped;
-//! - weight gradient: per channel, a dot product of each output-gradient row with each run,
-//!   summed over the images.
+//! - input gradient: without stride or dilation, the forward pass over the output gradient;
+//!   otherwise each phased input row made a block at a time from the runs that reach it,
+//!   then cropped;
+//! - weight gradient: per channel, each output-gradient row times each run, summed over the
+//!   rows and the images (in registers for 3- and 5-wide kernels).
 
 use alloc::vec;
 use alloc::vec::Vec;
@@ -35,7 +37,8 @@ const BLOCK: usize = 16;
 /// values, too little work to hand to a thread one at a time.
 const MIN_TASK_VALUES: usize = 4096;
 
-/// How one channel's plane is laid out padded and split into phases.
+/// How one channel's plane is laid out padded and split into phases: `rows` padded rows,
+/// `top` of zeros above the image's first and zeros below its last, each row padded and split.
 #[derive(Clone, Copy)]
 struct Phased {
     stride: usize,
@@ -44,6 +47,10 @@ struct Phased {
     w_in: usize,
     /// Values of each phase of a row.
     phase_len: usize,
+    top: usize,
+    h_in: usize,
+    /// Padded rows, as far down as the last output row's last tap reaches.
+    rows: usize,
 }
 
 impl Phased {
@@ -57,7 +64,16 @@ impl Phased {
             pad: g.pad[1],
             w_in: g.w_in,
             phase_len: reach.div_ceil(stride),
+            top: g.pad[0],
+            h_in: g.h_in,
+            rows: (g.h_out.max(1) - 1) * g.stride[0] + (g.k_h - 1) * g.dilation[0] + 1,
         }
+    }
+
+    /// Values of a laid-out plane, with `BLOCK` more: a block of a row's last values reads
+    /// up to `BLOCK` beyond it (into the next row, or past the last), into lanes never used.
+    fn plane_len(&self) -> usize {
+        self.rows * self.row_len() + BLOCK
     }
 
     /// Values of one phased row.
@@ -93,17 +109,15 @@ impl Phased {
             let (lo, hi, first) = self.inside(r);
             phase[..lo].fill(T::zero());
             let inside = &mut phase[lo..hi];
-            if self.stride == 1 {
-                inside.copy_from_slice(&row[first..][..inside.len()]);
-            } else {
-                // Every `stride`-th value, as chunks: the compiler then gathers them in
-                // vector shuffles, where indexing took them one at a time (a tenth of
-                // EfficientNet-Lite0's inference went to laying out its stride-2 rows).
-                let columns = row[first..].chunks(self.stride);
-                assert!(columns.len() >= inside.len(), "depthwise: a row too short");
-                for (value, column) in inside.iter_mut().zip(columns) {
-                    *value = column[0];
-                }
+            let from = &row[first..];
+            assert!(
+                from.len() > (inside.len().max(1) - 1) * self.stride,
+                "depthwise: a row too short"
+            );
+            match self.stride {
+                1 => inside.copy_from_slice(&from[..inside.len()]),
+                2 => every::<T, 2>(from, inside),
+                s => every_nth(from, s, inside),
             }
             phase[hi..].fill(T::zero());
         }
@@ -127,17 +141,22 @@ impl Phased {
     }
 }
 
-/// For kernel row `ky`, the output rows whose input row `oy·s + ky·d − pad` lies inside the
-/// image, and that input row for each.
-fn rows(g: &Geometry, ky: usize) -> impl Iterator<Item = (usize, usize)> + '_ {
-    let (lo, hi) = g.valid_range(0, ky);
-    (lo..hi).map(move |oy| (oy, oy * g.stride[0] + ky * g.dilation[0] - g.pad[0]))
+/// Every `S`-th value of `from`, from the first, into `to`. With `S` known to the compiler the
+/// loop gathers them in vector shuffles; with a stride known only at run time it took them one
+/// at a time (a tenth of EfficientNet-Lite0's inference, and more of its training, went to
+/// laying out its stride-2 rows).
+fn every<T: Copy, const S: usize>(from: &[T], to: &mut [T]) {
+    let whole = to.len().min(from.len() / S);
+    for (value, column) in to[..whole].iter_mut().zip(from.chunks_exact(S)) {
+        *value = column[0];
+    }
+    every_nth(&from[whole * S..], S, &mut to[whole..]);
 }
 
-/// `out[i] += w · run[i]`.
-fn multiply_add<T: Element>(out: &mut [T], w: T, run: &[T]) {
-    for (o, &r) in out.iter_mut().zip(run) {
-        *o += w * r;
+/// Every `stride`-th value of `from`, from the first, into `to`.
+fn every_nth<T: Copy>(from: &[T], stride: usize, to: &mut [T]) {
+    for (value, column) in to.iter_mut().zip(from.chunks(stride)) {
+        *value = column[0];
     }
 }
 
@@ -159,14 +178,26 @@ fn dot<T: Element>(a: &[T], b: &[T]) -> T {
     lanes.into_iter().fold(tail, |s, v| s + v)
 }
 
-/// `x`'s plane laid out row by row by [`Phased::lay_out`] into `phased`.
+/// `x`'s plane laid out row by row by [`Phased::lay_out`] into `phased`, between rows of
+/// zeros.
 fn lay_out_plane<T: Element>(g: &Geometry, p: &Phased, plane: &[T], phased: &mut [T]) {
-    let row_len = p.row_len();
-    for (row, out) in plane
-        .chunks_exact(g.w_in.max(1))
-        .zip(phased.chunks_exact_mut(row_len.max(1)))
-    {
-        p.lay_out(row, out);
+    let row_len = p.row_len().max(1);
+    for (padded_row, out) in phased.chunks_exact_mut(row_len).take(p.rows).enumerate() {
+        match padded_row.checked_sub(p.top).filter(|&iy| iy < p.h_in) {
+            Some(iy) => p.lay_out(&plane[iy * g.w_in..][..g.w_in], out),
+            None => out.fill(T::zero()),
+        }
+    }
+}
+
+/// `a · b + c`, in one instruction where the CPU has one (and one rounding); apart otherwise,
+/// where a fused multiply-add would be a library call.
+#[inline(always)]
+fn mul_add<T: Element>(a: T, b: T, c: T) -> T {
+    if cfg!(any(target_feature = "fma", target_arch = "aarch64")) {
+        a.mul_add(b, c)
+    } else {
+        a * b + c
     }
 }
 
@@ -174,6 +205,19 @@ fn lay_out_plane<T: Element>(g: &Geometry, p: &Phased, plane: &[T], phased: &mut
 /// group, more than one group (a single channel is an ordinary convolution).
 pub(super) fn applies(g: &Geometry) -> bool {
     g.groups > 1 && g.groups == g.c_in && g.c_out == g.c_in
+}
+
+/// The first `out.len()` (at most `BLOCK`) of `acc` into `out`: value by value with constant
+/// indices, since a slice of `acc` (a copy of `..n`, or of the whole array where the block is
+/// full) made the compiler keep the sums in memory and split the loops that make them.
+#[inline(always)]
+fn store<T: Element>(out: &mut [core::mem::MaybeUninit<T>], acc: &[T; BLOCK]) {
+    let n = out.len();
+    for l in 0..BLOCK {
+        if l < n {
+            out[l].write(acc[l]);
+        }
+    }
 }
 
 /// `y = depthwise(x, weight) + bias`.
@@ -189,50 +233,49 @@ pub(super) fn forward<T: Element>(
     let p = Phased::new(g);
     let taps = g.k_h * g.k_w;
     let starts = p.run_starts(g.k_w);
-    // Per kernel row, the output rows whose input row lies inside the image.
-    let valid: Vec<(usize, usize)> = (0..g.k_h).map(|ky| g.valid_range(0, ky)).collect();
     let row_len = p.row_len();
+    // Where kernel row `ky` of output row `oy` starts in the laid-out plane.
+    let row_at = |oy: usize, ky: usize| (oy * g.stride[0] + ky * g.dilation[0]) * row_len;
     let mut y = Vec::with_capacity(len);
     y.spare_capacity_mut()[..len]
         .par_chunks_mut(plane_out.max(1))
         .with_min_len(MIN_TASK_VALUES.div_ceil(plane_out.max(1)))
         .enumerate()
         .for_each_init(
-            // `BLOCK` values beyond the last row: a block that runs past a row's end reads
-            // there (or into the next row), into lanes that are never stored.
-            || vec![T::zero(); g.h_in * row_len + BLOCK],
+            || vec![T::zero(); p.plane_len()],
             |phased, (i, out)| {
                 let c = i % g.c_out;
                 let start = bias.map_or(T::zero(), |bias| bias[c]);
                 lay_out_plane(g, &p, &x[i * plane_in..][..plane_in], phased);
                 let kernel = &weight[c * taps..][..taps];
-                for (oy, out_row) in out.chunks_exact_mut(g.w_out.max(1)).enumerate() {
-                    for (b, out_block) in out_row.chunks_mut(BLOCK).enumerate() {
-                        // The bias, then each tap in kernel order, as the sums were always
-                        // made: the same values, kept in registers across the taps.
-                        let mut acc = [start; BLOCK];
-                        for (ky, &(lo, hi)) in valid.iter().enumerate() {
-                            if oy < lo || oy >= hi {
-                                continue;
-                            }
-                            let iy = oy * g.stride[0] + ky * g.dilation[0] - g.pad[0];
-                            let row = &phased[iy * row_len + b * BLOCK..];
+                // Two output rows at a time, each block's two sums in registers: every tap
+                // then takes one weight for two independent chains of multiply-adds (one
+                // chain waited on each addition before the next tap's).
+                let mut rows = out.chunks_exact_mut(g.w_out.max(1)).enumerate();
+                while let Some((oy, row0)) = rows.next() {
+                    let mut row1 = rows.next().map(|(_, row)| row);
+                    // Without a second row the second sums are made again from the first's
+                    // input and not stored.
+                    let oy1 = if row1.is_some() { oy + 1 } else { oy };
+                    for b in 0..g.w_out.div_ceil(BLOCK) {
+                        // The bias, then each tap in kernel order.
+                        let (mut acc0, mut acc1) = ([start; BLOCK], [start; BLOCK]);
+                        for ky in 0..g.k_h {
+                            let in0 = &phased[row_at(oy, ky) + b * BLOCK..];
+                            let in1 = &phased[row_at(oy1, ky) + b * BLOCK..];
                             for (kx, &at) in starts.iter().enumerate() {
                                 let w = kernel[ky * g.k_w + kx];
-                                let run: &[T; BLOCK] = row[at..][..BLOCK].try_into().unwrap();
-                                for i in 0..BLOCK {
-                                    acc[i] += w * run[i];
+                                let run0: &[T; BLOCK] = in0[at..][..BLOCK].try_into().unwrap();
+                                let run1: &[T; BLOCK] = in1[at..][..BLOCK].try_into().unwrap();
+                                for l in 0..BLOCK {
+                                    acc0[l] = mul_add(w, run0[l], acc0[l]);
+                                    acc1[l] = mul_add(w, run1[l], acc1[l]);
                                 }
                             }
                         }
-                        // Value by value with constant indices: a slice of `acc` (a copy of
-                        // `..n`, or of the whole array where the block is full) made the
-                        // compiler keep it in memory and split the sums above into pieces.
-                        let n = out_block.len();
-                        for i in 0..BLOCK {
-                            if i < n {
-                                out_block[i].write(acc[i]);
-                            }
+                        store(&mut row0[b * BLOCK..], &acc0);
+                        if let Some(row1) = row1.as_deref_mut() {
+                            store(&mut row1[b * BLOCK..], &acc1);
                         }
                     }
                 }
@@ -268,36 +311,87 @@ pub(super) fn input_grad<T: Element>(g: &Geometry, weight: &[T], dy: &[T]) -> Ve
         };
         return forward(&transposed, dy, &turned, None, Epilogue::NONE);
     }
+    input_grad_gathered(g, weight, dy)
+}
+
+/// [`input_grad`] with a stride or dilation: each input row is made phase by phase in the
+/// layout of [`Phased`], a block of `BLOCK` values at a time, each value the sum over the
+/// kernel taps that reach it of `w · dy`, in registers and written once; then the row is
+/// cropped out of it. Adding every tap's run into an accumulator in memory, as until
+/// 2026-12-06, loaded and stored each value once per tap.
+fn input_grad_gathered<T: Element>(g: &Geometry, weight: &[T], dy: &[T]) -> Vec<T> {
     let (plane_in, plane_out) = (g.h_in * g.w_in, g.out_plane());
     let p = Phased::new(g);
     let taps = g.k_h * g.k_w;
-    let starts = p.run_starts(g.k_w);
+    let (s, d) = (p.stride, p.dilation);
+    // Per phase, the kernel columns whose runs lie in it, and how far into it each starts:
+    // output column `ox` reaches position `ox + q` of phase `kx · d mod s`.
+    let by_phase: Vec<Vec<(usize, usize)>> = (0..s)
+        .map(|r| {
+            (0..g.k_w)
+                .filter(|kx| kx * d % s == r)
+                .map(|kx| (kx, kx * d / s))
+                .collect()
+        })
+        .collect();
+    // Output-gradient rows with `margin` zeros before them and enough after, so that each
+    // block reads `dy[i − q]` for its positions `i` without looking where `i − q` falls.
+    let margin = (g.k_w - 1) * d / s;
+    let padded_w = margin + p.phase_len + BLOCK;
+    let blocks = p.phase_len.div_ceil(BLOCK);
     let mut dx = zeroed(g.batch * g.c_in * plane_in, T::zero());
     dx.par_chunks_mut(plane_in.max(1))
         .with_min_len(MIN_TASK_VALUES.div_ceil(plane_in.max(1)))
         .enumerate()
         .for_each_init(
-            || vec![T::zero(); g.h_in * p.row_len()],
-            |acc, (i, dx_plane)| {
+            || {
+                (
+                    vec![T::zero(); g.h_out * padded_w],
+                    // `BLOCK` beyond the row: a phase's last block runs into the next phase
+                    // (made after it) or past the end.
+                    vec![T::zero(); p.row_len() + BLOCK],
+                    Vec::with_capacity(g.k_h),
+                )
+            },
+            |(dy_rows, acc, reaching), (i, dx_plane)| {
                 let c = i % g.c_in;
-                acc.fill(T::zero());
-                let dy_plane = &dy[i * plane_out..][..plane_out];
                 let kernel = &weight[c * taps..][..taps];
-                for ky in 0..g.k_h {
-                    for (oy, iy) in rows(g, ky) {
-                        let acc_row = &mut acc[iy * p.row_len()..][..p.row_len()];
-                        let dy_row = &dy_plane[oy * g.w_out..][..g.w_out];
-                        for kx in 0..g.k_w {
-                            let run = &mut acc_row[starts[kx]..][..g.w_out];
-                            multiply_add(run, kernel[ky * g.k_w + kx], dy_row);
+                let dy_plane = &dy[i * plane_out..][..plane_out];
+                for (row, padded) in dy_plane
+                    .chunks_exact(g.w_out.max(1))
+                    .zip(dy_rows.chunks_exact_mut(padded_w))
+                {
+                    padded[margin..][..g.w_out].copy_from_slice(row);
+                }
+                for (iy, dx_row) in dx_plane.chunks_exact_mut(g.w_in.max(1)).enumerate() {
+                    // The kernel rows that reach input row `iy`, and the output row of each.
+                    reaching.clear();
+                    reaching.extend((0..g.k_h).filter_map(|ky| {
+                        let t = (iy + g.pad[0]).checked_sub(ky * g.dilation[0])?;
+                        let oy = t / g.stride[0];
+                        (t % g.stride[0] == 0 && oy < g.h_out).then_some((ky, oy))
+                    }));
+                    for (r, columns) in by_phase.iter().enumerate() {
+                        for blk in 0..blocks {
+                            let mut sums = [T::zero(); BLOCK];
+                            for &(ky, oy) in reaching.iter() {
+                                let at = oy * padded_w + margin + blk * BLOCK;
+                                for &(kx, q) in columns {
+                                    let w = kernel[ky * g.k_w + kx];
+                                    let run: &[T; BLOCK] =
+                                        dy_rows[at - q..][..BLOCK].try_into().unwrap();
+                                    for l in 0..BLOCK {
+                                        sums[l] = mul_add(w, run[l], sums[l]);
+                                    }
+                                }
+                            }
+                            let out = &mut acc[r * p.phase_len + blk * BLOCK..][..BLOCK];
+                            for l in 0..BLOCK {
+                                out[l] = sums[l];
+                            }
                         }
                     }
-                }
-                for (row, acc_row) in dx_plane
-                    .chunks_exact_mut(g.w_in.max(1))
-                    .zip(acc.chunks_exact(p.row_len().max(1)))
-                {
-                    p.crop_into(acc_row, row);
+                    p.crop_into(&acc[..p.row_len()], dx_row);
                 }
             },
         );
@@ -306,32 +400,109 @@ pub(super) fn input_grad<T: Element>(g: &Geometry, weight: &[T], dy: &[T]) -> Ve
 
 /// The kernels' gradient, from the input and the output's gradient, summed over the images.
 pub(super) fn weight_grad<T: Element>(g: &Geometry, x: &[T], dy: &[T]) -> Vec<T> {
+    match g.k_w {
+        3 => weight_grad_blocked::<T, 3>(g, x, dy),
+        5 => weight_grad_blocked::<T, 5>(g, x, dy),
+        _ => weight_grad_by_dots(g, x, dy),
+    }
+}
+
+/// [`weight_grad`] for kernels `KW` wide: each kernel row's `KW` sums are kept as `BLOCK`
+/// lanes each in registers while a block of an output-gradient row meets the `KW` runs of its
+/// input row, and added across the lanes at the end. A dot product per tap and row, as
+/// [`weight_grad_by_dots`] makes them, was a scalar loop on the 7×7 and 14×14 planes of
+/// EfficientNet's last stages, where a row is shorter than a vector.
+fn weight_grad_blocked<T: Element, const KW: usize>(g: &Geometry, x: &[T], dy: &[T]) -> Vec<T> {
+    debug_assert_eq!(g.k_w, KW);
+    let (plane_in, plane_out) = (g.h_in * g.w_in, g.out_plane());
+    let p = Phased::new(g);
+    let row_len = p.row_len();
+    let starts: [usize; KW] = core::array::from_fn(|kx| p.run_start(kx));
+    // Output-gradient rows padded with zeros to whole blocks: the lanes past a row's end
+    // multiply the input there by zero.
+    let blocks = g.w_out.div_ceil(BLOCK);
+    let padded_w = blocks * BLOCK;
+    let mut dw = vec![T::zero(); g.c_out * g.k_h * KW];
+    dw.par_chunks_mut((g.k_h * KW).max(1))
+        .enumerate()
+        .for_each_init(
+            || {
+                (
+                    vec![T::zero(); p.plane_len()],
+                    vec![T::zero(); g.h_out * padded_w],
+                    vec![[[T::zero(); BLOCK]; KW]; g.k_h],
+                )
+            },
+            |(phased, dy_rows, sums), (c, dw_c)| {
+                sums.fill([[T::zero(); BLOCK]; KW]);
+                for b in 0..g.batch {
+                    let i = b * g.c_in + c;
+                    lay_out_plane(g, &p, &x[i * plane_in..][..plane_in], phased);
+                    let dy_plane = &dy[i * plane_out..][..plane_out];
+                    for (row, padded) in dy_plane
+                        .chunks_exact(g.w_out.max(1))
+                        .zip(dy_rows.chunks_exact_mut(padded_w.max(1)))
+                    {
+                        padded[..g.w_out].copy_from_slice(row);
+                    }
+                    for (ky, sum) in sums.iter_mut().enumerate() {
+                        let mut acc = *sum;
+                        // Every output row: the rows of zeros above and below the image add
+                        // nothing.
+                        for oy in 0..g.h_out {
+                            let row = &phased[(oy * g.stride[0] + ky * g.dilation[0]) * row_len..];
+                            let dy_row = &dy_rows[oy * padded_w..][..padded_w];
+                            for (blk, d) in dy_row.chunks_exact(BLOCK).enumerate() {
+                                let d: &[T; BLOCK] = d.try_into().unwrap();
+                                let row = &row[blk * BLOCK..];
+                                for kx in 0..KW {
+                                    let run: &[T; BLOCK] =
+                                        row[starts[kx]..][..BLOCK].try_into().unwrap();
+                                    for l in 0..BLOCK {
+                                        acc[kx][l] = mul_add(d[l], run[l], acc[kx][l]);
+                                    }
+                                }
+                            }
+                        }
+                        *sum = acc;
+                    }
+                }
+                for (dw, lanes) in dw_c.iter_mut().zip(sums.iter().flatten()) {
+                    *dw = lanes.iter().fold(T::zero(), |s, &v| s + v);
+                }
+            },
+        );
+    dw
+}
+
+/// [`weight_grad`] for any kernel: per channel, a dot product of each output-gradient row with
+/// each run, summed over the images.
+fn weight_grad_by_dots<T: Element>(g: &Geometry, x: &[T], dy: &[T]) -> Vec<T> {
     let (plane_in, plane_out) = (g.h_in * g.w_in, g.out_plane());
     let p = Phased::new(g);
     let taps = g.k_h * g.k_w;
     let starts = p.run_starts(g.k_w);
     let mut dw = vec![T::zero(); g.c_out * taps];
-    dw.par_chunks_mut(taps.max(1))
-        .enumerate()
-        .for_each_init(
-            || vec![T::zero(); g.h_in * p.row_len()],
-            |phased, (c, dw_c)| {
-                for b in 0..g.batch {
-                    let i = b * g.c_in + c;
-                    lay_out_plane(g, &p, &x[i * plane_in..][..plane_in], phased);
-                    let dy_plane = &dy[i * plane_out..][..plane_out];
-                    for ky in 0..g.k_h {
-                        for (oy, iy) in rows(g, ky) {
-                            let row = &phased[iy * p.row_len()..][..p.row_len()];
-                            let dy_row = &dy_plane[oy * g.w_out..][..g.w_out];
-                            for kx in 0..g.k_w {
-                                let run = &row[starts[kx]..][..g.w_out];
-                                dw_c[ky * g.k_w + kx] += dot(dy_row, run);
-                            }
+    dw.par_chunks_mut(taps.max(1)).enumerate().for_each_init(
+        || vec![T::zero(); p.plane_len()],
+        |phased, (c, dw_c)| {
+            for b in 0..g.batch {
+                let i = b * g.c_in + c;
+                lay_out_plane(g, &p, &x[i * plane_in..][..plane_in], phased);
+                let dy_plane = &dy[i * plane_out..][..plane_out];
+                for ky in 0..g.k_h {
+                    for oy in 0..g.h_out {
+                        let iy = oy * g.stride[0] + ky * g.dilation[0];
+                        let row = &phased[iy * p.row_len()..][..p.row_len()];
+                        let dy_row = &dy_plane[oy * g.w_out..][..g.w_out];
+                        for kx in 0..g.k_w {
+                            let run = &row[starts[kx]..][..g.w_out];
+                            dw_c[ky * g.k_w + kx] += dot(dy_row, run);
                         }
                     }
                 }
-            },
-        );
+            }
+        },
+    );
     dw
 }
