@@ -417,28 +417,24 @@ fn weight_grad<T: Element>(g: &Geometry, x: &[T], dy: &[T]) -> Vec<T> {
         .par_chunks((share * g.image_len()).max(1))
         .zip(dy.par_chunks((share * g.out_image_len()).max(1)))
         .map(|(x_share, dy_share)| {
-            // dW is summed column-major (`dw_t[row · c_out + out_channel]`) from `dy_b`
-            // column-major: with a row-major dW, gemm copied the patch matrix into panels at
-            // every image, reading rows a plane apart (at 64 px 16 kB, the same L1 cache
-            // sets), and that copy was a fifth of a training step.
+            // dW is summed column-major (`dw_t[row · c_out + out_channel]`): with a
+            // row-major dW, gemm copied the patch matrix into panels at every image, reading
+            // rows a plane apart (at 64 px 16 kB, the same L1 cache sets), and that copy was
+            // a fifth of a training step. `dy_b` is read as it lies, gemm packing it; a
+            // transposed copy made first, one value at a time, cost more (7 % of
+            // EfficientNet-Lite0's training, 2026-12-06).
             let mut dw_t = vec![T::zero(); len];
             let mut cols = g.cols_buffer();
-            let mut dy_t = vec![T::zero(); g.out_image_len()];
             let images = x_share.chunks(g.image_len().max(1));
             for (x_b, dy_b) in images.zip(dy_share.chunks(g.out_image_len().max(1))) {
                 let cols = g.patches(x_b, &mut cols);
-                transpose(dy_b, [g.c_out, plane], &mut dy_t);
                 for group in 0..g.groups {
                     gemm_strided(
                         [c_out, rows, plane],
                         &mut dw_t[group * c_out..],
                         [1, g.c_out],
                         true,
-                        Matrix {
-                            data: &dy_t[group * c_out..],
-                            row_stride: 1,
-                            col_stride: g.c_out,
-                        },
+                        Matrix::rows(&dy_b[group * c_out * plane..], plane),
                         Matrix::rows(&cols[group * rows * plane..], plane).transposed(),
                         parallelism,
                     );
