@@ -121,6 +121,7 @@ impl<T: Element> KernelTransform<T> {
         ]
     }
 
+    #[inline(always)]
     fn gt(&self, [p0, p1, p2, p3, p4, p5]: [T; TILE]) -> [T; 3] {
         let (near, far) = (p1 + p2, p3 + p4);
         [
@@ -289,7 +290,8 @@ pub(super) fn weight_grad3x3<T: Element>(d: &Dims, x: &[T], dy: &[T]) -> Vec<T> 
     let block_rows = block_rows.min(per_thread * tile_rows);
     let block_tiles = POSITIONS * block_rows * tile_cols;
     let products = POSITIONS * d.c_out * d.c_in;
-    let p = x
+    // Each thread's products; added up below as the kernels' transform reads them.
+    let threads: Vec<Vec<T>> = x
         .par_chunks(per_thread * image_in)
         .zip(dy.par_chunks(per_thread * image_out))
         .map(|(x_thread, dy_thread)| {
@@ -315,23 +317,46 @@ pub(super) fn weight_grad3x3<T: Element>(d: &Dims, x: &[T], dy: &[T]) -> Vec<T> 
             });
             p
         })
-        .reduce_with(|mut a, b| {
-            a.iter_mut().zip(&b).for_each(|(a, &b)| *a += b);
-            a
-        })
-        .unwrap_or_else(|| vec![T::zero(); products]);
-    // Gᵀ P G for every kernel: Gᵀ on the columns of P, then on the rows of the result.
+        .collect();
+    // Gᵀ P G for every kernel: Gᵀ on the columns of P, then on the rows of the result, for
+    // `LANES` input channels at a time, which lie side by side in every product matrix, so
+    // that the arithmetic runs in vectors; the threads' products are added as they are read.
+    // Until 2026-12-06 the threads' buffers were first added into one (a pass over 37 MB for
+    // each 512-channel layer) and the transform gathered a kernel's 36 values one at a time.
+    const LANES: usize = 16;
     let transform = KernelTransform::<T>::new();
     let mut dw = vec![T::zero(); len];
     dw.par_chunks_mut(9 * d.c_in)
         .enumerate()
         .for_each(|(k, dw_k)| {
-            for (c, out) in dw_k.chunks_exact_mut(9).enumerate() {
-                let at = |i: usize, j: usize| p[((i * TILE + j) * d.c_out + k) * d.c_in + c];
-                let columns: [[T; 3]; TILE] =
-                    core::array::from_fn(|j| transform.gt(core::array::from_fn(|i| at(i, j))));
-                for (i, row) in out.chunks_exact_mut(3).enumerate() {
-                    row.copy_from_slice(&transform.gt(columns.map(|column| column[i])));
+            for c0 in (0..d.c_in).step_by(LANES) {
+                let n = LANES.min(d.c_in - c0);
+                let mut sums = [[T::zero(); LANES]; POSITIONS];
+                for p in &threads {
+                    for (xi, sum) in sums.iter_mut().enumerate() {
+                        let run = &p[(xi * d.c_out + k) * d.c_in + c0..][..n];
+                        for (s, &v) in sum.iter_mut().zip(run) {
+                            *s += v;
+                        }
+                    }
+                }
+                // `out[o][l]`: value `o` of the 3×3 gradient of input channel `c0 + l`.
+                let mut out = [[T::zero(); LANES]; 9];
+                for l in 0..LANES {
+                    let at = |i: usize, j: usize| sums[i * TILE + j][l];
+                    let columns: [[T; 3]; TILE] =
+                        core::array::from_fn(|j| transform.gt(core::array::from_fn(|i| at(i, j))));
+                    for i in 0..3 {
+                        let row = transform.gt(columns.map(|column| column[i]));
+                        for j in 0..3 {
+                            out[i * 3 + j][l] = row[j];
+                        }
+                    }
+                }
+                for (l, kernel) in dw_k[c0 * 9..].chunks_exact_mut(9).take(n).enumerate() {
+                    for (o, value) in kernel.iter_mut().enumerate() {
+                        *value = out[o][l];
+                    }
                 }
             }
         });
