@@ -48,11 +48,26 @@ pub(super) fn gemm_into<T: Element>(
     rhs: Matrix<T>,
     parallelism: gemm::Parallelism,
 ) {
+    gemm_into_strided([m, n, k], dst, [n, 1], lhs, rhs, parallelism);
+}
+
+/// [`gemm_into`] into a `dst` of any (row, column) strides: the `m·n` values at
+/// `dst[i·row_stride + j·col_stride]` written, none read.
+pub(super) fn gemm_into_strided<T: Element>(
+    [m, n, k]: [usize; 3],
+    dst: &mut [core::mem::MaybeUninit<T>],
+    [dst_row_stride, dst_col_stride]: [usize; 2],
+    lhs: Matrix<T>,
+    rhs: Matrix<T>,
+    parallelism: gemm::Parallelism,
+) {
     if k == 0 {
         // No products: gemm may leave `dst` as it is.
-        dst[..m * n].iter_mut().for_each(|v| {
-            v.write(T::zero());
-        });
+        for i in 0..m {
+            for j in 0..n {
+                dst[i * dst_row_stride + j * dst_col_stride].write(T::zero());
+            }
+        }
         return;
     }
     // SAFETY: with `accumulate` false, gemm writes every value of `dst[m×n]` and reads none
@@ -63,7 +78,7 @@ pub(super) fn gemm_into<T: Element>(
             [m, n, k],
             dst.as_mut_ptr() as *mut T,
             dst.len(),
-            [n, 1],
+            [dst_row_stride, dst_col_stride],
             false,
             lhs,
             rhs,
