@@ -46,11 +46,16 @@ fn random_data<const D: usize>(shape: [usize; D], seed: u64) -> burn::tensor::Te
 /// `[2, 3, 6, 6]` whole numbers in 0..4: most 2×2 windows hold ties, which must pick the
 /// same maximum.
 fn tied_data() -> burn::tensor::TensorData {
+    tied_data_shaped([2, 3, 6, 6])
+}
+
+/// Values of four levels only, as [`tied_data`], in any shape.
+fn tied_data_shaped(shape: [usize; 4]) -> burn::tensor::TensorData {
     burn::tensor::TensorData::new(
-        (0..2 * 3 * 6 * 6)
+        (0..shape.iter().product::<usize>())
             .map(|i| ((i * 7 + i / 5) % 4) as f32)
             .collect::<Vec<_>>(),
-        [2, 3, 6, 6],
+        shape,
     )
 }
 
@@ -350,8 +355,8 @@ fn flex_convolution_and_its_gradients_match_ndarray() {
 /// flex's own max-pools at inference and with their gradient: SmallCnn's 2×2
 /// (vendor/burn-flex/src/ops/patch/pool.rs) with odd sizes, batch 1 and ties, and a pooling
 /// it leaves to upstream (ceil mode); ResNet's 3×3 of stride 2 with padding 1 and other
-/// windows (pool_window.rs), odd sizes, ties, uneven and no padding; and a dilated one,
-/// upstream's.
+/// windows (pool_window.rs), odd sizes, ties, uneven and no padding, rows of 16 windows and
+/// more; and a dilated one, upstream's.
 #[test]
 fn flex_max_pool_and_its_gradient_match_ndarray() {
     use burn::tensor::module::max_pool2d;
@@ -390,6 +395,22 @@ fn flex_max_pool_and_its_gradient_match_ndarray() {
         (
             random_data([1, 2, 9, 9], 9),
             ([3, 3], [2, 2], [1, 1], 2),
+            false,
+        ),
+        // Rows wide enough for 16 windows side by side (and a remainder one at a time).
+        (
+            random_data([1, 2, 5, 75], 10),
+            ([3, 3], [2, 2], [1, 1], 1),
+            false,
+        ),
+        (
+            tied_data_shaped([1, 2, 4, 70]),
+            ([3, 3], [2, 2], [1, 1], 1),
+            false,
+        ),
+        (
+            tied_data_shaped([1, 1, 4, 40]),
+            ([2, 3], [1, 1], [0, 1], 1),
             false,
         ),
     ];

@@ -7,7 +7,8 @@
 //! sixth of ResNet-18's inference. Here, without indices, each output row first takes the
 //! maximum of its window's input rows for the whole row at once (in vector instructions),
 //! then each output the maximum of its window's columns of that; with indices, each window is
-//! read in upstream's order from bounds worked out once per row and column. The results are
+//! read in upstream's order from bounds worked out once per row and column, 16 whole windows
+//! of a row side by side where the stride is 1 or 2. The results are
 //! upstream's: NaN anywhere in a window gives NaN, with the index of its last NaN; ties give
 //! the first maximum's index (row by row). Only the sign of a zero may differ where a window
 //! holds both 0 and −0 and no indices are asked for.
@@ -167,6 +168,15 @@ fn with_indices<I: Index>(
     let [h, w] = window.input;
     let [oh, ow] = window.output;
     let (rows, columns) = (window.ranges(0), window.ranges(1));
+    // The output columns whose windows lie whole inside the input (consecutive ones).
+    let is_whole = |&(x0, x1): &(usize, usize)| x1 - x0 == kernel[1];
+    let first_whole = columns.iter().position(is_whole).unwrap_or(ow);
+    let whole_count = columns[first_whole..]
+        .iter()
+        .take_while(|c| is_whole(c))
+        .count();
+    let whole = first_whole..first_whole + whole_count;
+    let fits_u32 = u32::try_from(h * w).is_ok();
     let data: &[f32] = x.storage();
     let out_shape = window.out_shape(&shape);
     let len = out_shape.num_elements();
@@ -179,17 +189,30 @@ fn with_indices<I: Index>(
             let plane = &data[i * h * w..][..h * w];
             let out_rows = out.chunks_exact_mut(ow).zip(indices.chunks_exact_mut(ow));
             for ((out, indices), &(y0, y1)) in out_rows.zip(&rows) {
-                for ((o, index), &(x0, x1)) in out.iter_mut().zip(indices).zip(&columns) {
-                    let (mut max, mut at) = (plane[y0 * w + x0], y0 * w + x0);
-                    for y in y0..y1 {
-                        for (x, &v) in (x0..x1).zip(&plane[y * w + x0..y * w + x1]) {
-                            if v > max || v.is_nan() {
-                                (max, at) = (v, y * w + x);
-                            }
+                let mut ox = 0;
+                while ox < ow {
+                    // Whole windows go `LANES` at a time; the last such group ends with the
+                    // last whole window, overlapping the one before (same values again).
+                    let lanes = whole.contains(&ox) && whole.len() >= LANES && fits_u32;
+                    let first = ox.min(whole.end.saturating_sub(LANES));
+                    let x0 = columns[first].0;
+                    let found = match stride[1] {
+                        1 if lanes => lanes_max::<1>(plane, w, (y0, y1), x0, kernel[1]),
+                        2 if lanes => lanes_max::<2>(plane, w, (y0, y1), x0, kernel[1]),
+                        _ => {
+                            let (max, at) = window_max(plane, w, (y0, y1), columns[ox]);
+                            out[ox].write(max);
+                            indices[ox].write(I::from_position(at));
+                            ox += 1;
+                            continue;
                         }
+                    };
+                    let (max, at) = found;
+                    for l in 0..LANES {
+                        out[first + l].write(max[l]);
+                        indices[first + l].write(I::from_position(at[l] as usize));
                     }
-                    o.write(max);
-                    index.write(I::from_position(at));
+                    ox = first + LANES;
                 }
             }
         });
@@ -211,6 +234,63 @@ fn with_indices<I: Index>(
             I::DTYPE,
         ),
     )
+}
+
+/// The maximum of one window, input rows `y0..y1` and columns `x0..x1` of a `w` wide
+/// `plane`, and its position (`y · w + x`), in upstream's order: row by row, a later value
+/// taking over where greater or NaN.
+#[inline(always)]
+fn window_max(
+    plane: &[f32],
+    w: usize,
+    (y0, y1): (usize, usize),
+    (x0, x1): (usize, usize),
+) -> (f32, usize) {
+    let (mut max, mut at) = (plane[y0 * w + x0], y0 * w + x0);
+    for y in y0..y1 {
+        for (x, &v) in (x0..x1).zip(&plane[y * w + x0..y * w + x1]) {
+            if v > max || v.is_nan() {
+                (max, at) = (v, y * w + x);
+            }
+        }
+    }
+    (max, at)
+}
+
+/// Output columns pooled side by side by [`lanes_max`]: 16 floats fill an AVX-512 register.
+const LANES: usize = 16;
+
+/// [`window_max`] of [`LANES`] whole windows of one output row at once, `S` columns apart,
+/// the first starting at column `x0`, each `kernel_w` wide: the same comparisons in the same
+/// order, lane by lane, so that they run in vector instructions (the stride a constant, so
+/// that the strided reads become shuffles). Positions as u32: the caller checks that they fit.
+/// One output at a time, the 3×3 pool of stride 2 ResNet-18 trains with was scalar code with
+/// a branch per value: 5 % of its training at batch 16 on a Zen 5 EPYC (perf).
+#[inline(always)]
+fn lanes_max<const S: usize>(
+    plane: &[f32],
+    w: usize,
+    (y0, y1): (usize, usize),
+    x0: usize,
+    kernel_w: usize,
+) -> ([f32; LANES], [u32; LANES]) {
+    let span = S * (LANES - 1) + 1;
+    let first = &plane[y0 * w + x0..][..span];
+    let mut max: [f32; LANES] = core::array::from_fn(|l| first[S * l]);
+    let mut at: [u32; LANES] = core::array::from_fn(|l| (y0 * w + x0 + S * l) as u32);
+    for y in y0..y1 {
+        for kx in 0..kernel_w {
+            let start = y * w + x0 + kx;
+            let row = &plane[start..][..span];
+            for l in 0..LANES {
+                let v = row[S * l];
+                let later = v > max[l] || v.is_nan();
+                max[l] = if later { v } else { max[l] };
+                at[l] = if later { (start + S * l) as u32 } else { at[l] };
+            }
+        }
+    }
+    (max, at)
 }
 
 /// The gradient with respect to the pooled input `x` (see [`applies`]): each output's
