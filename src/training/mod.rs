@@ -6,6 +6,7 @@
 //! a run from its `checkpoint.rs`, `interrupt.rs` Ctrl-C, and `out_folder.rs` the claim on
 //! the model folder.
 
+mod adamw;
 mod checkpoint;
 mod curves;
 mod fit;

@@ -4,7 +4,7 @@
 use anyhow::{Result, anyhow, bail};
 use burn::module::Module;
 use burn::nn::loss::{CrossEntropyLoss, CrossEntropyLossConfig};
-use burn::optim::{AdamWConfig, GradientsParams, ModuleOptimizer};
+use burn::optim::{GradientsParams, ModuleOptimizer};
 use burn::store::{BurnpackStore, FloatCastAdapter, ModuleSnapshot};
 use burn::tensor::{Bytes, DType, Device, FloatDType, Tensor};
 
@@ -12,6 +12,8 @@ use crate::data::{DeviceBatch, HostBatch};
 use crate::device::{Batch, explain_panic};
 use crate::model::TrainSettings;
 use crate::model::{Network, NetworkKind, with_imagenet_weights};
+
+use super::adamw::OnePassAdamW;
 
 /// A network being trained with AdamW on cross-entropy: one [`step`](Self::step) is one batch.
 pub struct Trainer {
@@ -295,10 +297,7 @@ fn adamw(weight_decay: f64, device: &Device) -> ModuleOptimizer {
         FloatDType::F16 | FloatDType::BF16 => 1e-4,
         _ => 1e-8,
     };
-    AdamWConfig::new()
-        .with_epsilon(epsilon)
-        .with_weight_decay(weight_decay as f32)
-        .init()
+    OnePassAdamW::new(epsilon, weight_decay as f32).init()
 }
 
 /// `tensor` as f32, cast only where it is not already.

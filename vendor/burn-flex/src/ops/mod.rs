@@ -102,6 +102,8 @@ mod patch;
 #[cfg(feature = "rayon")]
 pub(crate) use patch::elementwise::PARALLEL_FROM;
 #[cfg(feature = "rayon")]
+pub use patch::adamw::{AdamWStep, adamw_step};
+#[cfg(feature = "rayon")]
 pub use patch::clamp::{clamp_backward_f32, clamp_f32};
 #[cfg(feature = "rayon")]
 pub use patch::conv::{conv2d_max_pool2x2_relu, conv2d_then};

@@ -2,6 +2,7 @@
 //! batch normalisation as single passes over the data, where upstream composes them from
 //! generic tensor operations.
 
+pub(crate) mod adamw;
 pub(crate) mod batch_norm;
 pub(crate) mod clamp;
 pub(crate) mod conv;
