@@ -12,11 +12,8 @@ use burn_backend::DType;
 use burn_std::Bytes;
 use rayon::prelude::*;
 
-use super::elementwise::PARALLEL_FROM;
+use super::elementwise::{CHUNK, PARALLEL_FROM, zeroed};
 use crate::{FlexTensor, Layout};
-
-/// Values per rayon task: 16 K of each of the four tensors stay in a core's L2 cache.
-const CHUNK: usize = 1 << 14;
 
 /// One step's constants, as burn-optim's `AdamWConfig` names them.
 #[derive(Clone, Copy, Debug)]
@@ -86,7 +83,7 @@ pub fn adamw_step(
 }
 
 fn zeros(shape: &burn_std::Shape) -> FlexTensor {
-    let values = super::elementwise::zeroed(shape.num_elements(), 0f32);
+    let values = zeroed(shape.num_elements(), 0f32);
     FlexTensor::new(
         Bytes::from_elems(values),
         Layout::contiguous(shape.clone()),

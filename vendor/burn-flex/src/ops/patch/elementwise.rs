@@ -14,7 +14,7 @@ use rayon::prelude::*;
 pub(crate) const PARALLEL_FROM: usize = 1 << 16;
 
 /// Values per task: 64 KB of f32, two such stay in a core's L2 cache.
-const CHUNK: usize = 1 << 14;
+pub(crate) const CHUNK: usize = 1 << 14;
 
 /// `len` copies of `zero`, written on all threads from [`PARALLEL_FROM`] values.
 pub(crate) fn zeroed<E: Send + Sync + Copy>(len: usize, zero: E) -> Vec<E> {

@@ -176,7 +176,8 @@ fn with_indices<I: Index>(
         .take_while(|c| is_whole(c))
         .count();
     let whole = first_whole..first_whole + whole_count;
-    let fits_u32 = u32::try_from(h * w).is_ok();
+    // Whole windows go `LANES` at a time where there are that many and positions fit in u32.
+    let in_lanes = whole.len() >= LANES && u32::try_from(h * w).is_ok();
     let data: &[f32] = x.storage();
     let out_shape = window.out_shape(&shape);
     let len = out_shape.num_elements();
@@ -193,7 +194,7 @@ fn with_indices<I: Index>(
                 while ox < ow {
                     // Whole windows go `LANES` at a time; the last such group ends with the
                     // last whole window, overlapping the one before (same values again).
-                    let lanes = whole.contains(&ox) && whole.len() >= LANES && fits_u32;
+                    let lanes = in_lanes && whole.contains(&ox);
                     let first = ox.min(whole.end.saturating_sub(LANES));
                     let x0 = columns[first].0;
                     let found = match stride[1] {
