@@ -4,6 +4,7 @@
 
 use std::sync::OnceLock;
 
+use super::missing_gpu::{ThisMachine, may_reach_a_gpu};
 use burn::tensor::wgpu::wgpu;
 use serde::Serialize;
 use sysinfo::{CpuRefreshKind, MemoryRefreshKind, RefreshKind, System};
@@ -101,8 +102,13 @@ pub fn all_gpu_adapters() -> Vec<&'static GpuAdapter> {
     }
 }
 
-/// The first hardware GPU, if any.
+/// The first hardware GPU, if any. Where no GPU can be reached ([`may_reach_a_gpu`]) the
+/// graphics drivers are not loaded to find that out: `--backend auto` on a machine without a
+/// GPU starts as fast as `--backend cpu`.
 pub fn hardware_gpu() -> Option<&'static GpuAdapter> {
+    if !may_reach_a_gpu(&ThisMachine) {
+        return None;
+    }
     gpu_adapters().iter().find(|a| a.kind.is_hardware())
 }
 

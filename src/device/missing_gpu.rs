@@ -56,6 +56,30 @@ const ICD_FOLDERS: [&str; 4] = [
 /// Variables that replace the loader's search with a list of manifests.
 const ICD_VARIABLES: [&str; 2] = ["VK_DRIVER_FILES", "VK_ICD_FILENAMES"];
 
+/// The device files a GPU's kernel driver makes on Linux: the DRM nodes of every Mesa driver
+/// (and of NVIDIA's with nvidia-drm), NVIDIA's own, WSL2's bridge to the Windows driver, and
+/// the ARM system-on-chip drivers that bypass DRM.
+const GPU_DEVICE_FILES: [&str; 7] = [
+    "/dev/dri",
+    "/dev/nvidiactl",
+    "/dev/nvidia0",
+    "/dev/dxg",
+    "/dev/mali0",
+    "/dev/kgsl-3d0",
+    "/dev/galcore",
+];
+
+/// Whether a GPU could be reached here at all. On Linux a GPU's driver makes a device file
+/// ([`GPU_DEVICE_FILES`]); with none of them, every adapter wgpu would find is a software
+/// rasterizer, so there is no need to load the graphics drivers to learn it (which takes tens
+/// of milliseconds). Elsewhere: true, the drivers are asked.
+pub(crate) fn may_reach_a_gpu(system: &dyn System) -> bool {
+    !cfg!(target_os = "linux")
+        || GPU_DEVICE_FILES
+            .iter()
+            .any(|file| system.exists(Path::new(file)))
+}
+
 /// Sentences saying why Vulkan shows no GPU here and what to try, most specific first; empty
 /// where nothing explains it. Only Linux (and WSL2) is diagnosed: elsewhere the GPU maker's
 /// driver installer is the whole answer.
@@ -218,6 +242,21 @@ mod tests {
         }
         fn read(&self, path: &Path) -> Option<String> {
             self.files.get(path).cloned()
+        }
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_gpu_is_reachable_only_through_a_device_file() {
+        assert!(!may_reach_a_gpu(&Fake::default()));
+        // Vulkan driver files and a container's variables are no GPU by themselves.
+        let drivers_only = Fake::default()
+            .file("/usr/share/vulkan/icd.d/lvp_icd.x86_64.json", "{}")
+            .file("/usr/share/vulkan/icd.d/nvidia_icd.json", "{}")
+            .var("NVIDIA_VISIBLE_DEVICES", "all");
+        assert!(!may_reach_a_gpu(&drivers_only));
+        for file in ["/dev/dri", "/dev/nvidia0", "/dev/nvidiactl", "/dev/dxg"] {
+            assert!(may_reach_a_gpu(&Fake::default().file(file, "")), "{file}");
         }
     }
 

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::common::{
     assert_fails_with, assert_success, black_picture, catdog, eval, path, root, stderr, stdout,
-    synth, train_one_epoch,
+    strace_or_skip, synth, train_one_epoch,
 };
 
 #[test]
@@ -286,5 +286,48 @@ fn a_picture_of_neither_a_cat_nor_a_dog_is_named_for_what_it_looks_like() {
     assert!(
         text.contains("\"not sure\" (below 0.80 or neither a cat nor a dog)"),
         "{text}"
+    );
+}
+
+/// On a machine with no GPU (no GPU device file: no /dev/dri, no /dev/nvidia0), `predict`'s
+/// default backend finds the CPU without loading any graphics driver: loading Vulkan's and
+/// EGL's software rasterizers to learn that there is no GPU took longer than the answer.
+/// Seen through strace (Linux): no graphics library is opened.
+#[test]
+fn predict_on_a_machine_without_a_gpu_loads_no_graphics_driver() {
+    let test = "predict_on_a_machine_without_a_gpu_loads_no_graphics_driver";
+    let gpu_files = ["/dev/dri", "/dev/nvidia0", "/dev/nvidiactl", "/dev/dxg"];
+    if let Some(file) = gpu_files.iter().find(|f| Path::new(f).exists()) {
+        eprintln!("SKIPPED {test}: this machine may have a GPU ({file} exists)");
+        return;
+    }
+    if !strace_or_skip(test) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace.txt");
+    let output = std::process::Command::new("strace")
+        .args(["-f", "-e", "trace=open,openat", "-o"])
+        .arg(&trace)
+        .arg(env!("CARGO_BIN_EXE_catdog"))
+        .args(["predict", "--model", "builtin", "--samples"])
+        .output()
+        .unwrap();
+    assert_success(&output);
+    let opened = fs::read_to_string(&trace).unwrap();
+    let drivers: Vec<&str> = opened
+        .lines()
+        .filter(|line| {
+            ["libvulkan", "libEGL", "libGL"]
+                .iter()
+                .any(|l| line.contains(l))
+        })
+        .collect();
+    assert!(drivers.is_empty(), "{drivers:#?}");
+    // The trace saw the run: the photos' answers came out.
+    assert!(
+        stdout(&output).contains("sample cat.jpg"),
+        "{}",
+        stdout(&output)
     );
 }
