@@ -14,12 +14,14 @@ pub(super) fn fold_into(conv: Conv2d, norm: BatchNorm) -> Conv2d {
     let shift = norm.beta.val() - norm.running_mean.value() * scale.clone();
     let channels = scale.dims()[0];
     let mut conv = conv;
-    let weight = conv.weight.val() * scale.clone().reshape([channels, 1, 1, 1]);
+    // Taken out of its parameter, the weight tensor is the only reference to its memory, so
+    // the CPU backends multiply in place instead of writing a second copy of every weight.
+    let per_channel = scale.clone().reshape([channels, 1, 1, 1]);
+    conv.weight = conv.weight.map(|weight| weight * per_channel);
     let bias = match conv.bias.take() {
-        Some(bias) => bias.val() * scale + shift,
+        Some(bias) => bias.into_value() * scale + shift,
         None => shift,
     };
-    conv.weight = Param::from_tensor(weight);
     conv.bias = Some(Param::from_tensor(bias));
     conv
 }
