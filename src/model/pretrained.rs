@@ -7,7 +7,7 @@ use std::ops::RangeInclusive;
 use std::sync::LazyLock;
 
 use anyhow::{Result, anyhow, ensure};
-use burn::store::ModuleSnapshot;
+use burn::store::{ModuleSnapshot, SafetensorsStore};
 use burn::tensor::{Device, Tensor};
 
 use super::saved::reading_store;
@@ -112,7 +112,8 @@ pub fn with_imagenet_weights(
         kind.name()
     );
     // The PyTorch port's names, as a saved EfficientNet-Lite0 model has them.
-    let mut store = reading_store(kind, IMAGENET_WEIGHTS.to_vec(), device).allow_partial(true);
+    let weights = SafetensorsStore::from_static(IMAGENET_WEIGHTS);
+    let mut store = reading_store(kind, weights, device).allow_partial(true);
     if keep_classifier {
         store = store.with_regex(r"^(conv_stem|bn0|blocks|conv_head|bn1)\.");
     }

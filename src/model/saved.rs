@@ -238,7 +238,8 @@ pub(crate) fn load_described(dir: &Path, info: &ModelInfo, device: &Device) -> R
     check_weights_size(info, &model, &info_path)?;
     let weights_path = dir.join(&info.weights_file);
     let weights = read_checked(&weights_path, expected_checksum(info), &info_path)?;
-    network_from(model, weights, info, device, &weights_path, &info_path)
+    let store = SafetensorsStore::from_bytes(Some(weights));
+    network_from(model, store, info, device, &weights_path, &info_path)
 }
 
 /// What `dir`'s `catdog.json` says of the model there, checked before any weights are read.
@@ -268,7 +269,7 @@ pub(crate) fn describe(dir: &Path) -> Result<ModelInfo> {
 /// stands for the folder in errors.
 pub(crate) fn load_described_from_memory(
     info: &ModelInfo,
-    weights: &[u8],
+    weights: &'static [u8],
     name: &Path,
     device: &Device,
 ) -> Result<Network> {
@@ -283,7 +284,7 @@ pub(crate) fn load_described_from_memory(
     let model = Network::new(info.network(), info.classes.len(), 0.0, device);
     network_from(
         model,
-        weights.to_vec(),
+        SafetensorsStore::from_static(weights),
         info,
         device,
         &weights_path,
@@ -303,15 +304,15 @@ fn expected_checksum(info: &ModelInfo) -> Checksum {
     }
 }
 
-/// A store that reads `weights` (a safetensors file's bytes, as [`save`] names and lays them
-/// out for `kind`) into a network of `kind`, in `device`'s float type (`--precision`: a loaded
-/// tensor keeps the file's otherwise).
+/// `weights` (a store of a safetensors file's bytes, as [`save`] names and lays them out for
+/// `kind`) set to read into a network of `kind`, in `device`'s float type (`--precision`: a
+/// loaded tensor keeps the file's otherwise).
 pub(super) fn reading_store(
     kind: NetworkKind,
-    weights: Vec<u8>,
+    weights: SafetensorsStore,
     device: &Device,
 ) -> SafetensorsStore {
-    let store = SafetensorsStore::from_bytes(Some(weights)).skip_enum_variants(true);
+    let store = weights.skip_enum_variants(true);
     let to_device = FloatCastAdapter::to(device.settings().float_dtype.into());
     match kind {
         NetworkKind::SmallCnn | NetworkKind::SmallCnnWide => store.with_from_adapter(to_device),
@@ -330,7 +331,7 @@ pub(super) fn reading_store(
 /// `model`, the network `info` describes, with `weights` (a safetensors file's bytes) loaded.
 fn network_from(
     mut model: Network,
-    weights: Vec<u8>,
+    weights: SafetensorsStore,
     info: &ModelInfo,
     device: &Device,
     weights_path: &Path,

@@ -146,6 +146,7 @@ impl SafetensorsStore {
     pub fn from_bytes(bytes: Option<Vec<u8>>) -> Self {
         Self::Memory(MemoryStore {
             data: bytes.map(Arc::new),
+            static_data: None,
             filter: PathFilter::new(),
             #[cfg(feature = "std")]
             remapper: KeyRemapper::new(),
@@ -162,6 +163,17 @@ impl SafetensorsStore {
             to_adapter: Box::new(IdentityAdapter),
             tensors_cache: None,
         })
+    }
+
+    /// Create a store for loading from bytes that live as long as the program, such as a
+    /// model compiled in with `include_bytes!`: tensors are read straight from them, with no
+    /// copy of the whole file first. (catdog: not upstream.)
+    pub fn from_static(bytes: &'static [u8]) -> Self {
+        let mut store = Self::from_bytes(None);
+        if let Self::Memory(p) = &mut store {
+            p.static_data = Some(bytes);
+        }
+        store
     }
 
     /// Filter which tensors to load/save.
@@ -552,6 +564,7 @@ impl SafetensorsStore {
             Self::Memory(p) => p
                 .data()
                 .map(|arc| arc.as_ref().clone())
+                .or_else(|| p.static_data.map(<[u8]>::to_vec))
                 .ok_or_else(|| SafetensorsStoreError::Other("No data available".to_string())),
         }
     }
@@ -581,6 +594,8 @@ pub struct FileStore {
 /// Memory-based store.
 pub struct MemoryStore {
     data: Option<Arc<Vec<u8>>>,
+    /// Bytes to load from without copying them ([`SafetensorsStore::from_static`]).
+    static_data: Option<&'static [u8]>,
     filter: PathFilter,
     #[cfg(feature = "std")]
     remapper: KeyRemapper,
@@ -604,6 +619,7 @@ impl Default for MemoryStore {
     fn default() -> Self {
         Self {
             data: None,
+            static_data: None,
             filter: PathFilter::new(),
             #[cfg(feature = "std")]
             remapper: KeyRemapper::new(),
@@ -761,6 +777,7 @@ impl ModuleStore for SafetensorsStore {
                 #[cfg(not(feature = "std"))]
                 let data = safetensors::serialize(tensors, Some(metadata))?;
                 p.data = Some(Arc::new(data));
+                p.static_data = None;
                 Ok(())
             }
         }
@@ -934,13 +951,15 @@ impl SafetensorsStore {
         let mut tensors = match self {
             #[cfg(feature = "std")]
             Self::File(p) => lazy_tensors_from_file(&p.path)?,
-            Self::Memory(p) => {
-                let data_arc = p
-                    .data
-                    .clone()
-                    .ok_or_else(|| SafetensorsStoreError::Other("No data loaded".to_string()))?;
-                lazy_tensors(data_arc)?
-            }
+            Self::Memory(p) => match p.static_data {
+                Some(bytes) => lazy_tensors(Arc::new(bytes))?,
+                None => {
+                    let data_arc = p.data.clone().ok_or_else(|| {
+                        SafetensorsStoreError::Other("No data loaded".to_string())
+                    })?;
+                    lazy_tensors(data_arc)?
+                }
+            },
         };
 
         // Apply remapping (but NOT filtering - that's done at apply time)
@@ -1084,9 +1103,11 @@ where
             shape,
             None,
             move || {
-                // Only now do we actually copy this tensor's data
-                let data = source[range.clone()].to_vec();
-                let bytes = burn_core::tensor::Bytes::from_bytes_vec(data);
+                // Only now do we actually copy this tensor's data, once, into memory aligned
+                // as burn requires. (Upstream copied it into a Vec and then again into an
+                // aligned allocation.)
+                let mut bytes = burn_core::tensor::Bytes::from_elems(Vec::<u8>::new());
+                bytes.extend_from_byte_slice(&source[range.clone()]);
                 bridge::tensor_data(bytes, tensor_shape.clone(), dtype)
             },
         ));
