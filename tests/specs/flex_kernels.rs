@@ -207,6 +207,18 @@ fn flex_convolution_and_its_gradients_match_ndarray() {
             [4, 3, 3, 3],
             ConvOptions::new([1, 1], [1, 1], [1, 1], 1),
         ),
+        // ResNet's stem (7×7, stride 2, padding 3) and a stride-2 3×3, rows wide enough (70
+        // and 75 outputs) that the stride-2 patch copy runs in whole vectors and a remainder.
+        (
+            [2, 3, 9, 140],
+            [4, 3, 7, 7],
+            ConvOptions::new([2, 2], [3, 3], [1, 1], 1),
+        ),
+        (
+            [2, 5, 6, 150],
+            [3, 5, 3, 3],
+            ConvOptions::new([2, 2], [1, 1], [1, 1], 1),
+        ),
         // Deep enough for Winograd (forward with 16 input channels, input gradient with 17
         // output channels), given an image per thread: odd sizes, tasks of unequal numbers of
         // images, a one-row image, a deep image (on two threads one thread with two tasks), a
