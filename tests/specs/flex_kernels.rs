@@ -225,6 +225,9 @@ fn flex_convolution_and_its_gradients_match_ndarray() {
         // one-column image, 16 images (so that a
         // 16-thread machine takes that path too); batch 1 stays im2col's.
         ([3, 16, 9, 7], [17, 16, 3, 3], same.clone()),
+        // ResNet-18's last layers in small: few tiles a thread (4 an image), 64 channels and
+        // more.
+        ([4, 64, 7, 7], [80, 64, 3, 3], same.clone()),
         ([2, 16, 1, 5], [16, 16, 3, 3], same.clone()),
         ([3, 128, 24, 23], [128, 128, 3, 3], same.clone()),
         ([2, 16, 5, 1], [16, 16, 3, 3], same.clone()),
