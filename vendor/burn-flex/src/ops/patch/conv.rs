@@ -185,14 +185,12 @@ impl Geometry {
         self.for_each_run(|row, oy, offset, (x_lo, x_hi)| {
             let dst = &mut cols[row * plane + oy * self.w_out..][x_lo..x_hi];
             let src = &image[offset..];
+            // Stride 2 (ResNet's 7×7 stem and stride-2 layers) with the stride a constant, in
+            // vector shuffles; with it known only at run time, one value at a time.
             match step {
                 1 => dst.copy_from_slice(&src[..dst.len()]),
-                2 => every_other(dst, src),
-                _ => {
-                    for (i, d) in dst.iter_mut().enumerate() {
-                        *d = src[i * step];
-                    }
-                }
+                2 => depthwise::every::<T, 2>(src, dst),
+                _ => depthwise::every_nth(src, step, dst),
             }
         });
     }
@@ -691,18 +689,3 @@ fn bias_grad<T: Element>(dy: &[T], channels: usize, plane: usize) -> Vec<T> {
         })
         .collect()
 }
-/// `dst[i] = src[2·i]`, the stride-2 copy of [`Geometry::im2col`] (ResNet's 7×7 stem and its
-/// stride-2 layers). Taken as pairs of a known size, the compiler reads whole vectors and
-/// shuffles the even lanes out, where a stride known only at run time read one value at a
-/// time.
-fn every_other<T: Copy>(dst: &mut [T], src: &[T]) {
-    let Some(last) = dst.len().checked_sub(1) else {
-        return;
-    };
-    let src = &src[..2 * last + 1];
-    for (d, pair) in dst[..last].iter_mut().zip(src.chunks_exact(2)) {
-        *d = pair[0];
-    }
-    dst[last] = src[2 * last];
-}
-

@@ -144,8 +144,8 @@ impl Phased {
 /// Every `S`-th value of `from`, from the first, into `to`. With `S` known to the compiler the
 /// loop gathers them in vector shuffles; with a stride known only at run time it took them one
 /// at a time (a tenth of EfficientNet-Lite0's inference, and more of its training, went to
-/// laying out its stride-2 rows).
-fn every<T: Copy, const S: usize>(from: &[T], to: &mut [T]) {
+/// laying out its stride-2 rows; `conv.rs`'s im2col copies stride-2 rows with it too).
+pub(super) fn every<T: Copy, const S: usize>(from: &[T], to: &mut [T]) {
     let whole = to.len().min(from.len() / S);
     for (value, column) in to[..whole].iter_mut().zip(from.chunks_exact(S)) {
         *value = column[0];
@@ -154,7 +154,7 @@ fn every<T: Copy, const S: usize>(from: &[T], to: &mut [T]) {
 }
 
 /// Every `stride`-th value of `from`, from the first, into `to`.
-fn every_nth<T: Copy>(from: &[T], stride: usize, to: &mut [T]) {
+pub(super) fn every_nth<T: Copy>(from: &[T], stride: usize, to: &mut [T]) {
     for (value, column) in to.iter_mut().zip(from.chunks(stride)) {
         *value = column[0];
     }
