@@ -328,7 +328,8 @@ pub(super) fn reading_store(
     }
 }
 
-/// `model`, the network `info` describes, with `weights` (a safetensors file's bytes) loaded.
+/// `model`, the network `info` describes, with `weights` (a store of a safetensors file's
+/// bytes) loaded.
 fn network_from(
     mut model: Network,
     weights: SafetensorsStore,
