@@ -103,26 +103,6 @@ impl Phased {
         (lo, hi, (r + s * lo).saturating_sub(self.pad))
     }
 
-    /// `row` padded with zeros and split into phases, into `out`.
-    fn lay_out<T: Element>(&self, row: &[T], out: &mut [T]) {
-        for (r, phase) in out.chunks_exact_mut(self.phase_len.max(1)).enumerate() {
-            let (lo, hi, first) = self.inside(r);
-            phase[..lo].fill(T::zero());
-            let inside = &mut phase[lo..hi];
-            let from = &row[first..];
-            assert!(
-                from.len() > (inside.len().max(1) - 1) * self.stride,
-                "depthwise: a row too short"
-            );
-            match self.stride {
-                1 => inside.copy_from_slice(&from[..inside.len()]),
-                2 => every::<T, 2>(from, inside),
-                s => every_nth(from, s, inside),
-            }
-            phase[hi..].fill(T::zero());
-        }
-    }
-
     /// The input row that the phased row `acc` stands for, into `row`.
     fn crop_into<T: Element>(&self, acc: &[T], row: &mut [T]) {
         for (r, phase) in acc.chunks_exact(self.phase_len.max(1)).enumerate() {
@@ -178,15 +158,64 @@ fn dot<T: Element>(a: &[T], b: &[T]) -> T {
     lanes.into_iter().fold(tail, |s, v| s + v)
 }
 
-/// `x`'s plane laid out row by row by [`Phased::lay_out`] into `phased`, between rows of
-/// zeros.
-fn lay_out_plane<T: Element>(g: &Geometry, p: &Phased, plane: &[T], phased: &mut [T]) {
-    let row_len = p.row_len().max(1);
-    for (padded_row, out) in phased.chunks_exact_mut(row_len).take(p.rows).enumerate() {
-        match padded_row.checked_sub(p.top).filter(|&iy| iy < p.h_in) {
-            Some(iy) => p.lay_out(&plane[iy * g.w_in..][..g.w_in], out),
-            None => out.fill(T::zero()),
+/// One channel's plane laid out by [`Phased`], in a buffer that a thread keeps from plane to
+/// plane. Its zeros (the padding rows and columns, and the `BLOCK` past the end) are the same
+/// for every plane of a convolution, so they are written once, when the buffer is made, and
+/// each plane writes only its own values: laying out the whole padded plane, zeros included,
+/// with each phase's bounds worked out again for every row, took an eighth of
+/// EfficientNet-Lite0's training, most of it on 7×7 and 14×14 planes where the bookkeeping
+/// outweighs the copy.
+struct PhasedPlane<T> {
+    values: Vec<T>,
+    /// Per phase: where its input columns start in a phased row, how many, and the input
+    /// column of the first ([`Phased::inside`]); phases without any left out.
+    runs: Vec<(usize, usize, usize)>,
+    stride: usize,
+    w_in: usize,
+    row_len: usize,
+    /// The first laid-out row of each image row, and how many image rows are reached.
+    top: usize,
+    rows_in: usize,
+}
+
+impl<T: Element> PhasedPlane<T> {
+    fn new(p: &Phased) -> Self {
+        let runs = (0..p.stride)
+            .map(|r| (r, p.inside(r)))
+            .filter(|(_, (lo, hi, _))| hi > lo)
+            .map(|(r, (lo, hi, first))| (r * p.phase_len + lo, hi - lo, first))
+            .collect();
+        PhasedPlane {
+            values: vec![T::zero(); p.plane_len()],
+            runs,
+            stride: p.stride,
+            w_in: p.w_in,
+            row_len: p.row_len(),
+            top: p.top,
+            // Image rows below the last laid-out row are never read.
+            rows_in: p.h_in.min(p.rows.saturating_sub(p.top)),
         }
+    }
+
+    /// Lays out `plane` (`h_in` rows of `w_in`), overwriting the last one laid out.
+    fn lay_out(&mut self, plane: &[T]) -> &[T] {
+        let rows = plane.chunks_exact(self.w_in.max(1)).take(self.rows_in);
+        for (iy, row) in rows.enumerate() {
+            let out = &mut self.values[(self.top + iy) * self.row_len..][..self.row_len];
+            for &(at, len, first) in &self.runs {
+                let (from, to) = (&row[first..], &mut out[at..][..len]);
+                assert!(
+                    from.len() > (len - 1) * self.stride,
+                    "depthwise: a row too short"
+                );
+                match self.stride {
+                    1 => to.copy_from_slice(&from[..len]),
+                    2 => every::<T, 2>(from, to),
+                    s => every_nth(from, s, to),
+                }
+            }
+        }
+        &self.values
     }
 }
 
@@ -242,11 +271,11 @@ pub(super) fn forward<T: Element>(
         .with_min_len(MIN_TASK_VALUES.div_ceil(plane_out.max(1)))
         .enumerate()
         .for_each_init(
-            || vec![T::zero(); p.plane_len()],
-            |phased, (i, out)| {
+            || PhasedPlane::new(&p),
+            |plane, (i, out)| {
                 let c = i % g.c_out;
                 let start = bias.map_or(T::zero(), |bias| bias[c]);
-                lay_out_plane(g, &p, &x[i * plane_in..][..plane_in], phased);
+                let phased = plane.lay_out(&x[i * plane_in..][..plane_in]);
                 let kernel = &weight[c * taps..][..taps];
                 // Two output rows at a time, each block's two sums in registers: every tap
                 // then takes one weight for two independent chains of multiply-adds (one
@@ -428,16 +457,16 @@ fn weight_grad_blocked<T: Element, const KW: usize>(g: &Geometry, x: &[T], dy: &
         .for_each_init(
             || {
                 (
-                    vec![T::zero(); p.plane_len()],
+                    PhasedPlane::new(&p),
                     vec![T::zero(); g.h_out * padded_w],
                     vec![[[T::zero(); BLOCK]; KW]; g.k_h],
                 )
             },
-            |(phased, dy_rows, sums), (c, dw_c)| {
+            |(plane, dy_rows, sums), (c, dw_c)| {
                 sums.fill([[T::zero(); BLOCK]; KW]);
                 for b in 0..g.batch {
                     let i = b * g.c_in + c;
-                    lay_out_plane(g, &p, &x[i * plane_in..][..plane_in], phased);
+                    let phased = plane.lay_out(&x[i * plane_in..][..plane_in]);
                     let dy_plane = &dy[i * plane_out..][..plane_out];
                     for (row, padded) in dy_plane
                         .chunks_exact(g.w_out.max(1))
@@ -484,11 +513,11 @@ fn weight_grad_by_dots<T: Element>(g: &Geometry, x: &[T], dy: &[T]) -> Vec<T> {
     let starts = p.run_starts(g.k_w);
     let mut dw = vec![T::zero(); g.c_out * taps];
     dw.par_chunks_mut(taps.max(1)).enumerate().for_each_init(
-        || vec![T::zero(); p.plane_len()],
-        |phased, (c, dw_c)| {
+        || PhasedPlane::new(&p),
+        |plane, (c, dw_c)| {
             for b in 0..g.batch {
                 let i = b * g.c_in + c;
-                lay_out_plane(g, &p, &x[i * plane_in..][..plane_in], phased);
+                let phased = plane.lay_out(&x[i * plane_in..][..plane_in]);
                 let dy_plane = &dy[i * plane_out..][..plane_out];
                 for ky in 0..g.k_h {
                     for oy in 0..g.h_out {
