@@ -174,8 +174,9 @@ struct PhasedPlane<T> {
     stride: usize,
     w_in: usize,
     row_len: usize,
-    /// The first laid-out row of each image row, and how many image rows are reached.
+    /// The laid-out row that the image's first row goes to (rows of zeros above it).
     top: usize,
+    /// Image rows laid out: those below the last laid-out row are never read.
     rows_in: usize,
 }
 
@@ -193,7 +194,6 @@ impl<T: Element> PhasedPlane<T> {
             w_in: p.w_in,
             row_len: p.row_len(),
             top: p.top,
-            // Image rows below the last laid-out row are never read.
             rows_in: p.h_in.min(p.rows.saturating_sub(p.top)),
         }
     }
