@@ -59,7 +59,7 @@ const ICD_VARIABLES: [&str; 2] = ["VK_DRIVER_FILES", "VK_ICD_FILENAMES"];
 /// The device files a GPU's kernel driver makes on Linux: the DRM nodes of every Mesa driver
 /// (and of NVIDIA's with nvidia-drm), NVIDIA's own, WSL2's bridge to the Windows driver, and
 /// the ARM system-on-chip drivers that bypass DRM.
-const GPU_DEVICE_FILES: [&str; 7] = [
+pub const GPU_DEVICE_FILES: [&str; 7] = [
     "/dev/dri",
     "/dev/nvidiactl",
     "/dev/nvidia0",

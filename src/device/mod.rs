@@ -15,6 +15,7 @@ pub use backend::{
     Backend, BackendChoice, BackendKind, CpuBackend, GpuFeatures, Selection, cpu_backend, select,
 };
 pub use hardware::{AdapterKind, GpuAdapter, hardware_gpu};
+pub use missing_gpu::GPU_DEVICE_FILES;
 pub use precision::Precision;
 
 pub(crate) use backend::{Plan, is_cpu, plan};
