@@ -236,6 +236,12 @@ fn flex_convolution_and_its_gradients_match_ndarray() {
         // Wide enough (24 tiles a row) that a block holds 3 of an image's 7 tile rows, both
         // by the 2 MB rule and by the 64 tiles a block takes at least: blocks of 3, 3 and 1.
         ([2, 128, 26, 95], [128, 128, 3, 3], same.clone()),
+        // Small images and many channels, which Winograd's path takes a whole batch at a time,
+        // output channels shared out (ResNet-18's 7×7 layers at batch 16): 72 output channels
+        // in tasks of 48 and 24 (the input gradient's 96 in two of 48), odd sides; then three
+        // images of one tile each, shared out unevenly for the output's transform.
+        ([2, 96, 7, 5], [72, 96, 3, 3], same.clone()),
+        ([3, 128, 4, 4], [96, 128, 3, 3], same.clone()),
         // Depthwise (one group per channel, vendor/burn-flex/src/ops/patch/depthwise.rs):
         // EfficientNet's 3×3 and 5×5, stride 1 and stride 2 padded as TensorFlow's "same"
         // (the extra pixel right and bottom); a dilated one with uneven strides and padding
@@ -486,6 +492,8 @@ fn flex_fused_convolution_pool_and_relu_match_ndarray() {
     let cases = [
         ([3, 16, 8, 6], [17, 16, 3, 3], same.clone(), true),
         ([16, 16, 4, 6], [16, 16, 3, 3], same.clone(), false),
+        // Winograd's whole-batch path (small images, many channels).
+        ([2, 64, 8, 4], [48, 64, 3, 3], same.clone(), true),
         ([2, 3, 10, 8], [5, 3, 3, 3], same.clone(), true),
         ([1, 20, 6, 4], [8, 20, 3, 3], same.clone(), true),
         ([2, 4, 10, 10], [6, 4, 3, 3], valid, false),
@@ -579,6 +587,8 @@ fn flex_fused_convolution_shortcut_and_clamp_match_ndarray() {
     let cases = [
         ([16, 16, 8, 6], [17, 16, 3, 3], padded(1, 1), true, relu),
         ([2, 16, 9, 7], [16, 16, 3, 3], padded(1, 1), true, relu6),
+        // Winograd's whole-batch path (small images, many channels).
+        ([2, 64, 5, 4], [48, 64, 3, 3], padded(1, 1), true, relu6),
         ([2, 3, 15, 13], [8, 3, 7, 7], padded(3, 2), false, relu),
         ([1, 8, 9, 9], [12, 8, 1, 1], padded(0, 2), true, None),
         ([2, 12, 5, 6], [20, 12, 1, 1], padded(0, 1), true, relu6),
@@ -688,7 +698,7 @@ fn flex_kept_winograd_kernels_follow_the_weights() {
     let device = Device::flex();
     let same = ConvOptions::new([1, 1], [1, 1], [1, 1], 1);
     let x = Tensor::<4>::from_data(random_data([16, 16, 6, 6], 400), &device);
-    let check = |w: &Tensor<4>, case: &str| {
+    let check_with = |x: &Tensor<4>, w: &Tensor<4>, case: &str| {
         let expected = conv2d(x.clone(), w.clone(), None, same.clone()).into_data();
         let fused = burn_flex::ops::conv2d_then(
             x.clone().try_into_primitive::<Flex>().unwrap(),
@@ -702,6 +712,7 @@ fn flex_kept_winograd_kernels_follow_the_weights() {
         let actual = Tensor::<4>::from_primitive::<Flex>(fused).into_data();
         assert_eq!(actual, expected, "{case}");
     };
+    let check = |w: &Tensor<4>, case: &str| check_with(&x, w, case);
     for round in 0..3u64 {
         let w = Tensor::<4>::from_data(random_data([16, 16, 3, 3], 401 + round), &device);
         check(&w, &format!("weights {round}, first call"));
@@ -714,6 +725,12 @@ fn flex_kept_winograd_kernels_follow_the_weights() {
         &w.clone().swap_dims(0, 1),
         "the same weights, input and output channels swapped",
     );
+    // Small images and many channels (Winograd's whole-batch path), where each task reads
+    // its output channels' part of the kept kernels or transforms its own.
+    let x = Tensor::<4>::from_data(random_data([2, 64, 4, 4], 420), &device);
+    let w = Tensor::<4>::from_data(random_data([48, 64, 3, 3], 421), &device);
+    check_with(&x, &w, "whole batch, first call");
+    check_with(&x, &w, "whole batch, again");
 }
 
 /// The 2×2 pool and ResNet's 3×3 of stride 2 (pool_window.rs) with i64 indices (what a

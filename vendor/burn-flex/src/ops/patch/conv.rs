@@ -27,7 +27,7 @@ use super::depthwise;
 use super::elementwise::zeroed;
 use super::epilogue::Epilogue;
 use super::kernel_cache;
-use super::winograd::{self, Dims, Output};
+use super::winograd::{self, Dims, Kernels, Output};
 use super::{Element, assume_written, lane_sums, narrow, widen};
 use crate::{FlexTensor, Layout};
 
@@ -263,15 +263,12 @@ fn forward<T: Element>(
         return depthwise::forward(g, x, weight, bias, after);
     }
     if let Some(d) = g.winograd(g.c_in) {
-        let made;
-        let u = match kernels {
-            Some(kernels) => kernels,
-            None => {
-                made = winograd_kernels(&d, weight);
-                &made
-            }
+        let raw = |k: usize, c: usize| core::array::from_fn(|i| weight[(k * d.c_in + c) * 9 + i]);
+        let kernels = match kernels {
+            Some(u) => Kernels::Transformed(u),
+            None => Kernels::Raw(raw),
         };
-        return winograd::conv3x3(&d, x, u, bias, output, after);
+        return winograd::conv3x3(&d, x, kernels, bias, output, after);
     }
     let (rows, plane, c_out) = (g.group_rows(), g.out_plane(), g.group_c_out());
     let image_out = output.image_len(g.c_out, g.h_out, g.w_out);
@@ -362,15 +359,15 @@ fn input_grad<T: Element>(g: &Geometry, weight: &[T], dy: &[T]) -> Vec<T> {
     // The input gradient of a 3×3, padding-1 convolution is the convolution of `dy` by the
     // kernels turned half a turn, input and output channels swapped.
     if let Some(d) = g.winograd(g.c_out) {
-        let u = winograd::transform_weights(d.c_in, d.c_out, |c, k| {
-            core::array::from_fn(|i| weight[(k * d.c_in + c) * 9 + 8 - i])
-        });
+        let turned =
+            |c: usize, k: usize| core::array::from_fn(|i| weight[(k * d.c_in + c) * 9 + 8 - i]);
         let swapped = Dims {
             c_in: d.c_out,
             c_out: d.c_in,
             ..d
         };
-        return winograd::conv3x3(&swapped, dy, &u, None, Output::Plain, Epilogue::NONE);
+        let kernels = Kernels::Raw(turned);
+        return winograd::conv3x3(&swapped, dy, kernels, None, Output::Plain, Epilogue::NONE);
     }
     let (rows, plane, c_out) = (g.group_rows(), g.out_plane(), g.group_c_out());
     let mut dx = zeroed(g.batch * g.image_len(), T::zero());
