@@ -277,7 +277,8 @@ pub(super) fn conv3x3<T: Element, F: Fn(usize, usize) -> [T; 9] + Sync>(
     if len == 0 {
         return Vec::new();
     }
-    if whole(d) {
+    let raw = matches!(kernels, Kernels::Raw(_));
+    if whole(d, if raw { 2 } else { WHOLE_RATIO }) {
         return conv3x3_whole(d, x, kernels, bias, output, after);
     }
     let made;
@@ -366,7 +367,7 @@ pub(super) fn weight_grad3x3<T: Element>(d: &Dims, x: &[T], dy: &[T]) -> Vec<T> 
     if image_in == 0 || d.batch == 0 || d.c_out == 0 {
         return vec![T::zero(); len];
     }
-    if whole(d) {
+    if whole(d, WHOLE_RATIO) {
         return weight_grad_whole(d, x, dy);
     }
     let (tile_rows, tile_cols) = (d.tile_rows(), d.tile_cols());
@@ -458,7 +459,9 @@ impl Placement {
 /// 7×7 layers (512 channels) at batch 16, where that ratio is 4, took 21 ms a layer a
 /// training step instead of 37 (forward, input and weight gradients) and trained 1.1× faster
 /// as a whole; at batch 32 (ratio 2) the weight gradient took 16.6 ms instead of 14.1, and
-/// the 14×14 layers at batch 16 (ratio 0.5) made training 1.1× slower.
+/// the 14×14 layers at batch 16 (ratio 0.5) made training 1.1× slower. Convolutions that
+/// transform their kernels at every call (training's) take the path from a ratio of 2: at
+/// batch 32 ResNet-18 then trained 1.05× faster (the weight gradient staying as it was).
 const WHOLE_RATIO: usize = 4;
 
 /// The transformed kernels a task of the whole-batch path makes at a time: 4.7 MB at 512
@@ -473,9 +476,9 @@ const WHOLE_KERNEL_BYTES: usize = 5 << 20;
 /// many, as in ResNet-18's 7×7 layers, the kernels (36 transformed values each) are more
 /// than the tiles, and each thread taking its images then transformed all of them, read them
 /// all, and (for the weight gradient) wrote all of its own products, to be added up after.
-fn whole(d: &Dims) -> bool {
+fn whole(d: &Dims, ratio: usize) -> bool {
     let tiles = d.batch * d.tile_rows() * d.tile_cols();
-    d.c_in * d.c_out >= WHOLE_RATIO * tiles * (d.c_in + d.c_out)
+    d.c_in * d.c_out >= ratio * tiles * (d.c_in + d.c_out)
 }
 
 /// Output channels a task of the whole-batch path takes: as many as [`WHOLE_KERNEL_BYTES`]
