@@ -452,6 +452,15 @@ impl Placement {
             channel: n,
         }
     }
+
+    /// All `tiles` of the batch, channel by channel (`[channels][36][tiles]`), as the
+    /// whole-batch path keeps them, so that a task's run of channels is one stretch.
+    fn whole(tiles: usize) -> Self {
+        Placement {
+            position: tiles,
+            channel: POSITIONS * tiles,
+        }
+    }
 }
 
 /// [`whole`] takes a convolution whose kernels (`c_in·c_out` of them) are this many times
@@ -490,29 +499,29 @@ fn whole_chunk<T>(c_in: usize, c_out: usize) -> usize {
     c_out.div_ceil(tasks).next_multiple_of(LANES)
 }
 
-/// `Bᵀ d B` of every tile of the batch, channel by channel (`[c_in][36][tiles]`), on all
-/// threads, a run of channels each.
-fn transform_input_whole<T: Element>(d: &Dims, x: &[T]) -> Vec<T> {
-    let tiles = d.batch * d.tile_rows() * d.tile_cols();
-    let at = Placement {
-        position: tiles,
-        channel: POSITIONS * tiles,
-    };
-    let per_task = d.c_in.div_ceil(4 * rayon::current_num_threads()).max(1);
-    let mut v = vec![T::zero(); d.c_in * POSITIONS * tiles];
-    v.par_chunks_mut(per_task * POSITIONS * tiles)
+/// One of the tile transforms below (`transform`, given a run of channels, its part of
+/// `out`, and two buffers of `sets·tiles` values each for its gathered rows and their
+/// combinations) for every tile of the batch and all `channels`, into `out` laid out as
+/// [`Placement::whole`] says, on all threads, a run of channels each.
+fn transform_whole<T: Element>(
+    tiles: usize,
+    channels: usize,
+    sets: usize,
+    out: &mut [T],
+    transform: impl Fn(Range<usize>, &mut [T], &mut [T], &mut [T]) + Sync,
+) {
+    let per_task = channels.div_ceil(4 * rayon::current_num_threads()).max(1);
+    out[..channels * POSITIONS * tiles]
+        .par_chunks_mut(per_task * POSITIONS * tiles)
         .enumerate()
         .for_each_init(
-            || vec![T::zero(); 48 * tiles],
-            |buffer, (task, v_task)| {
-                let c0 = task * per_task;
-                let channels = c0..(c0 + per_task).min(d.c_in);
-                let (gathered, combined) = buffer.split_at_mut(24 * tiles);
-                let rows = 0..d.batch * d.tile_rows();
-                transform_input::<T>(d, x, rows, channels, v_task, at, gathered, combined);
+            || vec![T::zero(); 2 * sets * tiles],
+            |buffer, (task, out_task)| {
+                let first = task * per_task;
+                let (gathered, combined) = buffer.split_at_mut(sets * tiles);
+                transform(first..(first + per_task).min(channels), out_task, gathered, combined);
             },
         );
-    v
 }
 
 /// [`conv3x3`] of the whole batch at once: the input's transform on all threads by input
@@ -529,15 +538,37 @@ fn conv3x3_whole<T: Element, F: Fn(usize, usize) -> [T; 9] + Sync>(
 ) -> Vec<T> {
     let (tile_rows, tile_cols) = (d.tile_rows(), d.tile_cols());
     let tiles = d.batch * tile_rows * tile_cols;
-    let v = transform_input_whole(d, x);
+    let at = Placement::whole(tiles);
+    let len = (d.c_in + d.c_out) * POSITIONS * tiles;
+    with_buffer(&WHOLE, len, |buffer: &mut [T]| {
+        let (v, m) = buffer.split_at_mut(d.c_in * POSITIONS * tiles);
+        let rows = 0..d.batch * tile_rows;
+        transform_whole(tiles, d.c_in, 24, v, |channels, v, gathered, combined| {
+            let rows = rows.clone();
+            transform_input::<T>(d, x, rows, channels, v, at, gathered, combined);
+        });
+        products_whole(d, tiles, v, m, &kernels);
+        output_whole(d, m, bias, output, after)
+    })
+}
+
+/// The whole-batch path's products, `M[ξ] = U[ξ] · V[ξ]` by runs of output channels, each
+/// task transforming its own kernels (where they are not kept) into a buffer that stays in
+/// its core's cache while its 36 products read it.
+fn products_whole<T: Element, F: Fn(usize, usize) -> [T; 9] + Sync>(
+    d: &Dims,
+    tiles: usize,
+    v: &[T],
+    m: &mut [T],
+    kernels: &Kernels<'_, T, F>,
+) {
     let chunk = whole_chunk::<T>(d.c_in, d.c_out);
     let transform = KernelTransform::<T>::new();
-    let mut m = vec![T::zero(); d.c_out * POSITIONS * tiles];
     m.par_chunks_mut(chunk * POSITIONS * tiles)
         .enumerate()
         .for_each_init(Vec::new, |buffer, (task, m_task)| {
             let (k0, n) = (task * chunk, m_task.len() / (POSITIONS * tiles));
-            let (u, col_stride) = match &kernels {
+            let (u, col_stride) = match kernels {
                 Kernels::Transformed(u) => (&u[k0..], d.c_out),
                 Kernels::Raw(kernel) => {
                     transform_kernels_into(&transform, k0..k0 + n, d.c_in, kernel, buffer);
@@ -564,13 +595,21 @@ fn conv3x3_whole<T: Element, F: Fn(usize, usize) -> [T; 9] + Sync>(
                 );
             }
         });
+}
+
+/// The whole-batch path's output transform from its products `m`, by images.
+fn output_whole<T: Element>(
+    d: &Dims,
+    m: &[T],
+    bias: Option<&[T]>,
+    output: Output,
+    after: Epilogue<'_, T>,
+) -> Vec<T> {
+    let (tile_rows, tile_cols) = (d.tile_rows(), d.tile_cols());
+    let at = Placement::whole(d.batch * tile_rows * tile_cols);
     let image_out = output.image_len(d.c_out, d.h, d.w);
     let len = d.batch * image_out;
     let per_task = d.batch.div_ceil(rayon::current_num_threads());
-    let at = Placement {
-        position: tiles,
-        channel: POSITIONS * tiles,
-    };
     let mut y = Vec::with_capacity(len);
     y.spare_capacity_mut()[..len]
         .par_chunks_mut(per_task * image_out)
@@ -594,25 +633,27 @@ fn conv3x3_whole<T: Element, F: Fn(usize, usize) -> [T; 9] + Sync>(
 /// summed over all tiles in one product each and turned into kernels while in cache.
 fn weight_grad_whole<T: Element>(d: &Dims, x: &[T], dy: &[T]) -> Vec<T> {
     let tiles = d.batch * d.tile_rows() * d.tile_cols();
-    let v = transform_input_whole(d, x);
-    let at = Placement {
-        position: tiles,
-        channel: POSITIONS * tiles,
-    };
-    let per_task = d.c_out.div_ceil(4 * rayon::current_num_threads()).max(1);
-    let mut e = vec![T::zero(); d.c_out * POSITIONS * tiles];
-    e.par_chunks_mut(per_task * POSITIONS * tiles)
-        .enumerate()
-        .for_each_init(
-            || vec![T::zero(); 32 * tiles],
-            |buffer, (task, e_task)| {
-                let k0 = task * per_task;
-                let channels = k0..(k0 + per_task).min(d.c_out);
-                let (gathered, combined) = buffer.split_at_mut(16 * tiles);
-                let rows = 0..d.batch * d.tile_rows();
-                transform_output_grad::<T>(d, dy, rows, channels, e_task, at, gathered, combined);
-            },
-        );
+    let at = Placement::whole(tiles);
+    let len = (d.c_in + d.c_out) * POSITIONS * tiles;
+    with_buffer(&WHOLE, len, |buffer: &mut [T]| {
+        let (v, e) = buffer.split_at_mut(d.c_in * POSITIONS * tiles);
+        let rows = 0..d.batch * d.tile_rows();
+        transform_whole(tiles, d.c_in, 24, v, |channels, v, gathered, combined| {
+            let rows = rows.clone();
+            transform_input::<T>(d, x, rows, channels, v, at, gathered, combined);
+        });
+        transform_whole(tiles, d.c_out, 16, e, |channels, e, gathered, combined| {
+            let rows = rows.clone();
+            transform_output_grad::<T>(d, dy, rows, channels, e, at, gathered, combined);
+        });
+        kernel_grads_whole(d, tiles, v, e)
+    })
+}
+
+/// The whole-batch weight gradient from the transformed inputs `v` and output gradients
+/// `e`: by runs of output channels, the products summed over all tiles, then turned into
+/// kernels while in cache.
+fn kernel_grads_whole<T: Element>(d: &Dims, tiles: usize, v: &[T], e: &[T]) -> Vec<T> {
     let chunk = whole_chunk::<T>(d.c_in, d.c_out);
     let transform = KernelTransform::<T>::new();
     let mut dw = vec![T::zero(); d.c_out * d.c_in * 9];
@@ -755,22 +796,39 @@ std::thread_local! {
     /// zeroing one per call made SmallCnn's inference 2 % slower at 64 px, batch 32
     /// (alternated in one process; no difference at 128 px).
     static BUFFER: Cell<Vec<u64>> = const { Cell::new(Vec::new()) };
+    /// The whole-batch path's transformed tiles and products, kept from call to call on the
+    /// thread that calls it: 9.4 MB at ResNet-18's 7×7 layers, batch 16, zeroed afresh twice
+    /// at each of the nine calls of a training step before (1.6 % of that step went to
+    /// zeroing memory). [`whole`] bounds it by half the size of the layer's transformed
+    /// kernels.
+    static WHOLE: Cell<Vec<u64>> = const { Cell::new(Vec::new()) };
+}
+
+/// Runs `f` with `len` values of the buffer `kept` holds for this thread, grown (and zeroed)
+/// where it is too short; otherwise they are what the last call left there. Taken out rather
+/// than borrowed: a thread waiting in a parallel section can start a task that needs one
+/// too, which then makes its own.
+fn with_buffer<T: Element, R>(
+    kept: &'static std::thread::LocalKey<Cell<Vec<u64>>>,
+    len: usize,
+    f: impl FnOnce(&mut [T]) -> R,
+) -> R {
+    let words = (len * size_of::<T>()).div_ceil(size_of::<u64>());
+    let mut buffer = kept.take();
+    if buffer.len() < words {
+        buffer.resize(words, 0);
+    }
+    let values: &mut [T] = bytemuck::cast_slice_mut(&mut buffer[..words]);
+    let result = f(&mut values[..len]);
+    kept.set(buffer);
+    result
 }
 
 /// Runs `f` with this thread's scratch for blocks of `block_tiles` tiles.
 fn with_scratch<T: Element>(d: &Dims, block_tiles: usize, f: impl FnOnce(Scratch<'_, T>)) {
     let lens = Scratch::<T>::lens(d, block_tiles);
     let len: usize = lens.iter().sum();
-    let words = (len * size_of::<T>()).div_ceil(size_of::<u64>());
-    // Taken out rather than borrowed: a thread waiting in a parallel gemm can start another
-    // task of the same convolution, which then makes its own.
-    let mut buffer = BUFFER.take();
-    if buffer.len() < words {
-        buffer.resize(words, 0);
-    }
-    let values: &mut [T] = bytemuck::cast_slice_mut(&mut buffer[..words]);
-    f(Scratch::split(lens, &mut values[..len]));
-    BUFFER.set(buffer);
+    with_buffer(&BUFFER, len, |values: &mut [T]| f(Scratch::split(lens, values)));
 }
 
 /// `Bᵀ d B` for every tile of the tile `rows` (counted over the task's images) and channel,
