@@ -37,7 +37,7 @@ pub use activation::Then;
 pub use builtin::{HELD_OUT_PHOTOS as BUILTIN_HELD_OUT, TRAINED_ON_PHOTOS as BUILTIN_TRAINED_ON};
 pub use efficientnet::EfficientNetLite0;
 pub use network::{Network, NetworkKind};
-pub use norm_pool_relu::norm_pool_relu;
+pub use norm_pool_relu::{norm_pool_relu, norm_relu_pool};
 pub use norm_then::norm_then;
 pub use pretrained::{
     IMAGENET_CATS, IMAGENET_DOGS, IMAGENET_NORMALIZATION, ImagenetNetwork, ImagenetView,

@@ -16,6 +16,7 @@ use burn::tensor::{Device, Tensor};
 
 use super::activation::Then;
 use super::fused::conv_norm_then;
+use super::norm_pool_relu::norm_relu_pool;
 use super::rewrite::{self, conv_norm, fold};
 
 /// Channels of the four stages.
@@ -149,8 +150,13 @@ impl ResNet18 {
 
     /// Logits, `[batch, classes]`.
     pub fn forward(&self, images: Tensor<4>) -> Tensor<2> {
-        let x = conv_norm_then(&self.conv1, &self.bn1, images, None, Then::Relu);
-        let x = self.maxpool.forward(x);
+        let x = match &self.bn1 {
+            Some(norm) => norm_relu_pool(norm, &self.maxpool, self.conv1.forward(images)),
+            None => {
+                let x = conv_norm_then(&self.conv1, &None, images, None, Then::Relu);
+                self.maxpool.forward(x)
+            }
+        };
         let x = [&self.layer1, &self.layer2, &self.layer3, &self.layer4]
             .into_iter()
             .flatten()

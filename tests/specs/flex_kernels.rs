@@ -887,6 +887,68 @@ fn flex_fused_batch_norm_pool_and_relu_match_ndarray() {
     }
 }
 
+/// catdog's batch norm → ReLU → max-pool over other windows while training, one operation on
+/// flex (src/model/norm_pool_relu.rs, ResNet's stem), against the three apart on ndarray: the
+/// output, the gradients of x, γ and β, and the running statistics after two steps. ResNet's
+/// 3×3 window of stride 2 and padding 1 (overlapping windows; batch 1 and one window; ties;
+/// rows of 16 whole windows and more, which go side by side), and a 2×2 window of stride 1.
+#[test]
+fn flex_fused_batch_norm_relu_and_window_pool_match_ndarray() {
+    use burn::module::Param;
+    use burn::nn::pool::MaxPool2dConfig;
+    use burn::nn::{BatchNormConfig, PaddingConfig2d};
+    use catdog::model::norm_relu_pool;
+
+    let resnet = ([3, 3], [2, 2], [1, 1]);
+    let cases = [
+        (random_data([4, 3, 8, 10], 0), resnet),
+        (random_data([1, 2, 2, 2], 1), resnet),
+        (tied_data(), resnet),
+        (random_data([2, 3, 9, 40], 2), resnet),
+        (random_data([3, 4, 5, 7], 3), ([2, 2], [1, 1], [0, 0])),
+    ];
+    for (seed, (x, (kernel, stride, padding))) in (10..).zip(cases) {
+        let shape = x.shape().to_vec();
+        let channels = shape[1];
+        let (gamma, beta) = (
+            random_data([channels], seed),
+            random_data([channels], seed + 100),
+        );
+        let fused = burn_flex::ops::batch_norm_relu_max_pool(
+            flex_primitive::<4>(&x),
+            flex_primitive::<1>(&gamma),
+            flex_primitive::<1>(&beta),
+            1e-5,
+            [kernel, stride, padding],
+        );
+        assert!(fused.is_some(), "flex fuses {shape:?}, {kernel:?}");
+        let [top, left] = padding;
+        let pool = MaxPool2dConfig::new(kernel)
+            .with_strides(stride)
+            .with_padding(PaddingConfig2d::Explicit(top, left, top, left))
+            .init();
+        let case = format!("{shape:?}, {kernel:?} window");
+        assert_flex_matches_ndarray(&case, |device, weights| {
+            let mut norm = BatchNormConfig::new(channels).init(device);
+            norm.gamma = Param::from_tensor(Tensor::from_data(gamma.clone(), device));
+            norm.beta = Param::from_tensor(Tensor::from_data(beta.clone(), device));
+            let input = || Tensor::<4>::from_data(x.clone(), device).require_grad();
+            let _ = norm_relu_pool(&norm, &pool, input() * 2.0);
+            let x = input();
+            let y = norm_relu_pool(&norm, &pool, x.clone());
+            let grads = weights.weighted_sum(y.clone()).backward();
+            vec![
+                ("y", y.into_data()),
+                ("dx", x.grad(&grads).unwrap().into_data()),
+                ("dgamma", norm.gamma.val().grad(&grads).unwrap().into_data()),
+                ("dbeta", norm.beta.val().grad(&grads).unwrap().into_data()),
+                ("running mean", norm.running_mean.value().into_data()),
+                ("running variance", norm.running_var.value().into_data()),
+            ]
+        });
+    }
+}
+
 /// catdog's batch norm → shortcut added → ReLU, ReLU6 or nothing while training, one
 /// operation on flex (src/model/norm_then.rs), against the operations apart on ndarray: the
 /// output, the gradients of x, γ, β and the shortcut, and the running statistics after two

@@ -112,6 +112,10 @@ pub use patch::norm_clamp::{
     NormClamp, NormClampSaved, batch_norm_add_clamp, batch_norm_add_clamp_backward,
 };
 #[cfg(feature = "rayon")]
+pub use patch::norm_relu_pool::{
+    NormReluPool, NormReluPoolSaved, batch_norm_relu_max_pool, batch_norm_relu_max_pool_backward,
+};
+#[cfg(feature = "rayon")]
 pub use patch::norm_pool::{
     NormPoolRelu, NormPoolSaved, batch_norm_max_pool2x2_relu, batch_norm_max_pool2x2_relu_backward,
 };

@@ -13,6 +13,7 @@ mod kernel_cache;
 mod gemm;
 pub(crate) mod norm_clamp;
 pub(crate) mod norm_pool;
+pub(crate) mod norm_relu_pool;
 pub(crate) mod pool;
 pub(crate) mod pool_window;
 mod winograd;

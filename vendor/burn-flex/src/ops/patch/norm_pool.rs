@@ -183,6 +183,7 @@ pub fn batch_norm_max_pool2x2_relu_backward(
                     &at[plane.clone()],
                     &peak[plane],
                     mean[c],
+                    |a| a != BLOCKED,
                 );
                 sum_dy += f64::from(s);
                 sum_dy_x += f64::from(sx);
@@ -254,14 +255,20 @@ fn split_pairs<'a>(row: &[f32], sets: &'a mut [f32]) -> [&'a [f32]; 2] {
     [even, odd]
 }
 
-/// `[Σ g, Σ g · (peak − mean)]` over one plane's windows that ReLU let through, each in
-/// [`LANES`] partial sums (see [`super::lane_sums`]).
-fn window_sums(grad: &[f32], at: &[u8], peak: &[f32], mean: f32) -> [f32; 2] {
-    let term = |g: f32, a: u8, p: f32| {
-        if a == BLOCKED {
-            [0.0, 0.0]
-        } else {
+/// `[Σ g, Σ g · (peak − mean)]` over one plane's windows that ReLU let through (`open` says
+/// which, from their `at`), each in [`LANES`] partial sums (see [`super::lane_sums`]).
+pub(super) fn window_sums<A: Copy>(
+    grad: &[f32],
+    at: &[A],
+    peak: &[f32],
+    mean: f32,
+    open: impl Fn(A) -> bool,
+) -> [f32; 2] {
+    let term = |g: f32, a: A, p: f32| {
+        if open(a) {
             [g, g * (p - mean)]
+        } else {
+            [0.0, 0.0]
         }
     };
     let mut lanes = [[0.0f32; LANES]; 2];

@@ -14,6 +14,7 @@
 //! holds both 0 and −0 and no indices are asked for.
 
 use alloc::vec::Vec;
+use core::mem::MaybeUninit;
 
 use burn_backend::DType;
 use burn_backend::ops::IntTensorOps;
@@ -164,59 +165,18 @@ fn with_indices<I: Index>(
 ) -> (FlexTensor, FlexTensor) {
     let x = x.into_contiguous();
     let shape = x.layout().shape().clone();
-    let window = Window::new(&shape, kernel, stride, padding);
-    let [h, w] = window.input;
-    let [oh, ow] = window.output;
-    let (rows, columns) = (window.ranges(0), window.ranges(1));
-    // The output columns whose windows lie whole inside the input (consecutive ones).
-    let is_whole = |&(x0, x1): &(usize, usize)| x1 - x0 == kernel[1];
-    let first_whole = columns.iter().position(is_whole).unwrap_or(ow);
-    let whole_count = columns[first_whole..]
-        .iter()
-        .take_while(|c| is_whole(c))
-        .count();
-    let whole = first_whole..first_whole + whole_count;
-    // Whole windows go `LANES` at a time where there are that many and positions fit in u32.
-    let in_lanes = whole.len() >= LANES && u32::try_from(h * w).is_ok();
+    let plan = Plan::new(Window::new(&shape, kernel, stride, padding));
     let data: &[f32] = x.storage();
-    let out_shape = window.out_shape(&shape);
+    let out_shape = plan.window.out_shape(&shape);
     let len = out_shape.num_elements();
+    let [h, w] = plan.window.input;
+    let [oh, ow] = plan.window.output;
     let (mut out, mut indices) = (Vec::with_capacity(len), Vec::with_capacity(len));
     out.spare_capacity_mut()[..len]
         .par_chunks_mut((oh * ow).max(1))
         .zip(indices.spare_capacity_mut()[..len].par_chunks_mut((oh * ow).max(1)))
         .enumerate()
-        .for_each(|(i, (out, indices))| {
-            let plane = &data[i * h * w..][..h * w];
-            let out_rows = out.chunks_exact_mut(ow).zip(indices.chunks_exact_mut(ow));
-            for ((out, indices), &(y0, y1)) in out_rows.zip(&rows) {
-                let mut ox = 0;
-                while ox < ow {
-                    // Whole windows go `LANES` at a time; the last such group ends with the
-                    // last whole window, overlapping the one before (same values again).
-                    let lanes = in_lanes && whole.contains(&ox);
-                    let first = ox.min(whole.end.saturating_sub(LANES));
-                    let x0 = columns[first].0;
-                    let found = match stride[1] {
-                        1 if lanes => lanes_max::<1>(plane, w, (y0, y1), x0, kernel[1]),
-                        2 if lanes => lanes_max::<2>(plane, w, (y0, y1), x0, kernel[1]),
-                        _ => {
-                            let (max, at) = window_max(plane, w, (y0, y1), columns[ox]);
-                            out[ox].write(max);
-                            indices[ox].write(I::from_position(at));
-                            ox += 1;
-                            continue;
-                        }
-                    };
-                    let (max, at) = found;
-                    for l in 0..LANES {
-                        out[first + l].write(max[l]);
-                        indices[first + l].write(I::from_position(at[l] as usize));
-                    }
-                    ox = first + LANES;
-                }
-            }
-        });
+        .for_each(|(i, (out, indices))| plan.pool(&data[i * h * w..][..h * w], out, indices));
     // SAFETY: each plane's task wrote all `oh · ow` values of both.
     let (out, indices) = unsafe {
         out.set_len(len);
@@ -235,6 +195,92 @@ fn with_indices<I: Index>(
             I::DTYPE,
         ),
     )
+}
+
+/// One pooling with indices worked out for every plane: each output row's and column's
+/// window, and which columns' windows lie whole inside the input.
+pub(super) struct Plan {
+    window: Window,
+    rows: Vec<(usize, usize)>,
+    columns: Vec<(usize, usize)>,
+    /// The output columns whose windows lie whole inside the input (consecutive ones).
+    whole: core::ops::Range<usize>,
+    /// Whether whole windows go `LANES` at a time: there are that many, and positions fit in
+    /// u32.
+    in_lanes: bool,
+}
+
+impl Plan {
+    fn new(window: Window) -> Plan {
+        let (rows, columns) = (window.ranges(0), window.ranges(1));
+        let [h, w] = window.input;
+        let is_whole = |&(x0, x1): &(usize, usize)| x1 - x0 == window.kernel[1];
+        let first_whole = columns.iter().position(is_whole).unwrap_or(columns.len());
+        let whole_count = columns[first_whole..]
+            .iter()
+            .take_while(|c| is_whole(c))
+            .count();
+        let whole = first_whole..first_whole + whole_count;
+        let in_lanes = whole.len() >= LANES && u32::try_from(h * w).is_ok();
+        Plan {
+            window,
+            rows,
+            columns,
+            whole,
+            in_lanes,
+        }
+    }
+
+    /// The plan for pooling `x` (see [`applies`]).
+    pub fn of(x: &Shape, kernel: [usize; 2], stride: [usize; 2], padding: [usize; 2]) -> Plan {
+        Plan::new(Window::new(x, kernel, stride, padding))
+    }
+
+    /// `[h, w]` of an input plane and of an output plane.
+    pub fn sides(&self) -> [[usize; 2]; 2] {
+        [self.window.input, self.window.output]
+    }
+
+    /// Pools one input `plane` into `out`, and each output's position in the plane
+    /// (`y · w + x`) into `indices`, every value of both written.
+    pub fn pool<I: Index>(
+        &self,
+        plane: &[f32],
+        out: &mut [MaybeUninit<f32>],
+        indices: &mut [MaybeUninit<I>],
+    ) {
+        let (kernel, stride) = (self.window.kernel, self.window.stride);
+        let (w, ow) = (self.window.input[1], self.window.output[1]);
+        let (columns, whole) = (&self.columns, &self.whole);
+        let out_rows = out.chunks_exact_mut(ow).zip(indices.chunks_exact_mut(ow));
+        for ((out, indices), &(y0, y1)) in out_rows.zip(&self.rows) {
+            let mut ox = 0;
+            while ox < ow {
+                // Whole windows go `LANES` at a time; the last such group ends with the last
+                // whole window, overlapping the one before (same values again).
+                let lanes = self.in_lanes && whole.contains(&ox);
+                let first = ox.min(whole.end.saturating_sub(LANES));
+                let x0 = columns[first].0;
+                let found = match stride[1] {
+                    1 if lanes => lanes_max::<1>(plane, w, (y0, y1), x0, kernel[1]),
+                    2 if lanes => lanes_max::<2>(plane, w, (y0, y1), x0, kernel[1]),
+                    _ => {
+                        let (max, at) = window_max(plane, w, (y0, y1), columns[ox]);
+                        out[ox].write(max);
+                        indices[ox].write(I::from_position(at));
+                        ox += 1;
+                        continue;
+                    }
+                };
+                let (max, at) = found;
+                for l in 0..LANES {
+                    out[first + l].write(max[l]);
+                    indices[first + l].write(I::from_position(at[l] as usize));
+                }
+                ox = first + LANES;
+            }
+        }
+    }
 }
 
 /// The maximum of one window, input rows `y0..y1` and columns `x0..x1` of a `w` wide
