@@ -16,8 +16,9 @@ use burn_autodiff::checkpoint::base::Checkpointer;
 use burn_autodiff::checkpoint::strategy::NoCheckpointing;
 use burn_autodiff::grads::Gradients;
 use burn_autodiff::ops::{Backward, Ops, OpsKind};
+use burn_flex::FlexTensor;
 use burn_flex::ops::{
-    NormPoolSaved, NormReluPoolSaved, batch_norm_max_pool2x2_relu_backward,
+    batch_norm_max_pool2x2_relu, batch_norm_max_pool2x2_relu_backward, batch_norm_relu_max_pool,
     batch_norm_relu_max_pool_backward,
 };
 
@@ -25,15 +26,19 @@ use super::FlexTraining;
 use super::activation::Then;
 use super::norm_then::{norm_then, update_running_statistics};
 
+/// A fused operation's gradient: `backward` turns the saved state and the output's gradient
+/// into the gradients of x, γ and β.
 #[derive(Debug)]
-struct NormPoolRelu;
+struct NormPool<S> {
+    backward: fn(&S, FlexTensor) -> [FlexTensor; 3],
+}
 
-impl Backward<Flex, 3> for NormPoolRelu {
-    type State = NormPoolSaved;
+impl<S: Clone + Send + core::fmt::Debug + 'static> Backward<Flex, 3> for NormPool<S> {
+    type State = S;
 
     fn backward(self, ops: Ops<Self::State, 3>, grads: &mut Gradients, _: &mut Checkpointer) {
         let grad = grads.consume::<Flex>(&ops.node);
-        let all = batch_norm_max_pool2x2_relu_backward(&ops.state, grad);
+        let all = (self.backward)(&ops.state, grad);
         for (parent, grad) in ops.parents.into_iter().zip(all) {
             if let Some(node) = parent {
                 grads.register::<Flex>(node.id, grad);
@@ -42,21 +47,40 @@ impl Backward<Flex, 3> for NormPoolRelu {
     }
 }
 
-#[derive(Debug)]
-struct NormReluPool;
+/// What a fused operation's forward pass gives: its output, the batch's mean and variance,
+/// and the state its gradient needs.
+type Fused<S> = (FlexTensor, FlexTensor, FlexTensor, S);
 
-impl Backward<Flex, 3> for NormReluPool {
-    type State = NormReluPoolSaved;
-
-    fn backward(self, ops: Ops<Self::State, 3>, grads: &mut Gradients, _: &mut Checkpointer) {
-        let grad = grads.consume::<Flex>(&ops.node);
-        let all = batch_norm_relu_max_pool_backward(&ops.state, grad);
-        for (parent, grad) in ops.parents.into_iter().zip(all) {
-            if let Some(node) = parent {
-                grads.register::<Flex>(node.id, grad);
-            }
-        }
-    }
+/// `forward` of x, γ and β (flex's own tensors) as an operation of the autodiff graph whose
+/// gradient is `backward`, with `norm`'s running statistics updated from the batch's; `None`
+/// where x, γ or β are not flex training tensors, or `forward` does not take them.
+fn fused_norm<S: Clone + Send + core::fmt::Debug + 'static>(
+    norm: &BatchNorm,
+    x: &Tensor<4>,
+    forward: impl FnOnce(FlexTensor, FlexTensor, FlexTensor) -> Option<Fused<S>>,
+    backward: fn(&S, FlexTensor) -> [FlexTensor; 3],
+) -> Option<Tensor<4>> {
+    let training = |t: Tensor<4>| t.try_into_primitive::<FlexTraining>().ok();
+    let input = training(x.clone())?;
+    let gamma = norm.gamma.val().try_into_primitive::<FlexTraining>().ok()?;
+    let beta = norm.beta.val().try_into_primitive::<FlexTraining>().ok()?;
+    let nodes = [input.node(), gamma.node(), beta.node()];
+    let (output, mean, variance, saved) = forward(
+        input.into_primitive(),
+        gamma.into_primitive(),
+        beta.into_primitive(),
+    )?;
+    let op = NormPool { backward };
+    let output = match op
+        .prepare::<NoCheckpointing>(nodes)
+        .compute_bound()
+        .stateful()
+    {
+        OpsKind::Tracked(prep) => prep.finish(saved, output),
+        OpsKind::UnTracked(prep) => prep.finish(output),
+    };
+    update_running_statistics(norm, mean, variance, &x.device());
+    Some(Tensor::from_primitive::<FlexTraining>(output))
 }
 
 /// `pool(relu(norm(x)))`, ResNet's work after its first convolution: on flex while training,
@@ -81,28 +105,12 @@ fn fused_window(norm: &BatchNorm, pool: &MaxPool2d, x: &Tensor<4>) -> Option<Ten
     if !norm.training.is_enabled() || pool.dilation != [1, 1] || pool.ceil_mode {
         return None;
     }
-    let training = |t: Tensor<4>| t.try_into_primitive::<FlexTraining>().ok();
-    let input = training(x.clone())?;
-    let gamma = norm.gamma.val().try_into_primitive::<FlexTraining>().ok()?;
-    let beta = norm.beta.val().try_into_primitive::<FlexTraining>().ok()?;
-    let nodes = [input.node(), gamma.node(), beta.node()];
-    let fused = burn_flex::ops::batch_norm_relu_max_pool(
-        input.into_primitive(),
-        gamma.into_primitive(),
-        beta.into_primitive(),
-        norm.epsilon,
-        [pool.kernel_size, pool.stride, padding],
-    )?;
-    let output = match NormReluPool
-        .prepare::<NoCheckpointing>(nodes)
-        .compute_bound()
-        .stateful()
-    {
-        OpsKind::Tracked(prep) => prep.finish(fused.saved, fused.output),
-        OpsKind::UnTracked(prep) => prep.finish(fused.output),
+    let window = [pool.kernel_size, pool.stride, padding];
+    let forward = |x, gamma, beta| {
+        let f = batch_norm_relu_max_pool(x, gamma, beta, norm.epsilon, window)?;
+        Some((f.output, f.mean, f.variance, f.saved))
     };
-    update_running_statistics(norm, fused.mean, fused.variance, &x.device());
-    Some(Tensor::from_primitive::<FlexTraining>(output))
+    fused_norm(norm, x, forward, batch_norm_relu_max_pool_backward)
 }
 
 /// `relu(pool(norm(x)))`, a conv block's work after its convolution: on flex while
@@ -126,27 +134,11 @@ fn fused(norm: &BatchNorm, pool: &MaxPool2d, x: &Tensor<4>) -> Option<Tensor<4>>
     if !norm.training.is_enabled() || !unpadded || !two_by_two {
         return None;
     }
-    let training = |t: Tensor<4>| t.try_into_primitive::<FlexTraining>().ok();
-    let input = training(x.clone())?;
-    let gamma = norm.gamma.val().try_into_primitive::<FlexTraining>().ok()?;
-    let beta = norm.beta.val().try_into_primitive::<FlexTraining>().ok()?;
-    let nodes = [input.node(), gamma.node(), beta.node()];
-    let fused = burn_flex::ops::batch_norm_max_pool2x2_relu(
-        input.into_primitive(),
-        gamma.into_primitive(),
-        beta.into_primitive(),
-        norm.epsilon,
-    )?;
-    let output = match NormPoolRelu
-        .prepare::<NoCheckpointing>(nodes)
-        .compute_bound()
-        .stateful()
-    {
-        OpsKind::Tracked(prep) => prep.finish(fused.saved, fused.output),
-        OpsKind::UnTracked(prep) => prep.finish(fused.output),
+    let forward = |x, gamma, beta| {
+        let f = batch_norm_max_pool2x2_relu(x, gamma, beta, norm.epsilon)?;
+        Some((f.output, f.mean, f.variance, f.saved))
     };
-    update_running_statistics(norm, fused.mean, fused.variance, &x.device());
-    Some(Tensor::from_primitive::<FlexTraining>(output))
+    fused_norm(norm, x, forward, batch_norm_max_pool2x2_relu_backward)
 }
 
 #[cfg(test)]

@@ -832,14 +832,43 @@ fn flex_batch_norm_and_its_gradients_match_ndarray() {
     }
 }
 
+/// The results the fused batch norm → pool tests compare: `fused` with a batch norm of these
+/// γ and β, run once on `2·x` and then on `x` (so that the running statistics move twice):
+/// its output, the gradients of x, γ and β, and the running statistics.
+fn norm_pool_results(
+    device: &Device,
+    weights: &mut OutputWeights,
+    [x, gamma, beta]: [&burn::tensor::TensorData; 3],
+    fused: impl Fn(&burn::nn::BatchNorm, Tensor<4>) -> Tensor<4>,
+) -> Vec<(&'static str, burn::tensor::TensorData)> {
+    use burn::module::Param;
+    use burn::nn::BatchNormConfig;
+
+    let mut norm = BatchNormConfig::new(gamma.num_elements()).init(device);
+    norm.gamma = Param::from_tensor(Tensor::from_data(gamma.clone(), device));
+    norm.beta = Param::from_tensor(Tensor::from_data(beta.clone(), device));
+    let input = || Tensor::<4>::from_data(x.clone(), device).require_grad();
+    let _ = fused(&norm, input() * 2.0);
+    let x = input();
+    let y = fused(&norm, x.clone());
+    let grads = weights.weighted_sum(y.clone()).backward();
+    vec![
+        ("y", y.into_data()),
+        ("dx", x.grad(&grads).unwrap().into_data()),
+        ("dgamma", norm.gamma.val().grad(&grads).unwrap().into_data()),
+        ("dbeta", norm.beta.val().grad(&grads).unwrap().into_data()),
+        ("running mean", norm.running_mean.value().into_data()),
+        ("running variance", norm.running_var.value().into_data()),
+    ]
+}
+
 /// catdog's batch norm → 2×2 max-pool → ReLU while training, one operation on flex
 /// (src/model/norm_pool_relu.rs), against the three apart on ndarray: the output, the
 /// gradients of x, γ and β, and the running statistics after two steps; batch 1, ties, γ of
 /// both signs, more channels, and odd sides, which flex's operation leaves to the three apart.
 #[test]
 fn flex_fused_batch_norm_pool_and_relu_match_ndarray() {
-    use burn::module::Param;
-    use burn::nn::BatchNormConfig;
+    use burn::nn::BatchNorm;
     use burn::nn::pool::MaxPool2dConfig;
     use catdog::model::norm_pool_relu;
 
@@ -867,22 +896,8 @@ fn flex_fused_batch_norm_pool_and_relu_match_ndarray() {
         );
         assert_eq!(fused.is_some(), even, "flex fuses {shape:?}");
         assert_flex_matches_ndarray(&format!("{shape:?}"), |device, weights| {
-            let mut norm = BatchNormConfig::new(channels).init(device);
-            norm.gamma = Param::from_tensor(Tensor::from_data(gamma.clone(), device));
-            norm.beta = Param::from_tensor(Tensor::from_data(beta.clone(), device));
-            let input = || Tensor::<4>::from_data(x.clone(), device).require_grad();
-            let _ = norm_pool_relu(&norm, &pool, input() * 2.0);
-            let x = input();
-            let y = norm_pool_relu(&norm, &pool, x.clone());
-            let grads = weights.weighted_sum(y.clone()).backward();
-            vec![
-                ("y", y.into_data()),
-                ("dx", x.grad(&grads).unwrap().into_data()),
-                ("dgamma", norm.gamma.val().grad(&grads).unwrap().into_data()),
-                ("dbeta", norm.beta.val().grad(&grads).unwrap().into_data()),
-                ("running mean", norm.running_mean.value().into_data()),
-                ("running variance", norm.running_var.value().into_data()),
-            ]
+            let fused = |norm: &BatchNorm, x| norm_pool_relu(norm, &pool, x);
+            norm_pool_results(device, weights, [&x, &gamma, &beta], fused)
         });
     }
 }
@@ -894,9 +909,8 @@ fn flex_fused_batch_norm_pool_and_relu_match_ndarray() {
 /// rows of 16 whole windows and more, which go side by side), and a 2×2 window of stride 1.
 #[test]
 fn flex_fused_batch_norm_relu_and_window_pool_match_ndarray() {
-    use burn::module::Param;
     use burn::nn::pool::MaxPool2dConfig;
-    use burn::nn::{BatchNormConfig, PaddingConfig2d};
+    use burn::nn::{BatchNorm, PaddingConfig2d};
     use catdog::model::norm_relu_pool;
 
     let resnet = ([3, 3], [2, 2], [1, 1]);
@@ -929,22 +943,8 @@ fn flex_fused_batch_norm_relu_and_window_pool_match_ndarray() {
             .init();
         let case = format!("{shape:?}, {kernel:?} window");
         assert_flex_matches_ndarray(&case, |device, weights| {
-            let mut norm = BatchNormConfig::new(channels).init(device);
-            norm.gamma = Param::from_tensor(Tensor::from_data(gamma.clone(), device));
-            norm.beta = Param::from_tensor(Tensor::from_data(beta.clone(), device));
-            let input = || Tensor::<4>::from_data(x.clone(), device).require_grad();
-            let _ = norm_relu_pool(&norm, &pool, input() * 2.0);
-            let x = input();
-            let y = norm_relu_pool(&norm, &pool, x.clone());
-            let grads = weights.weighted_sum(y.clone()).backward();
-            vec![
-                ("y", y.into_data()),
-                ("dx", x.grad(&grads).unwrap().into_data()),
-                ("dgamma", norm.gamma.val().grad(&grads).unwrap().into_data()),
-                ("dbeta", norm.beta.val().grad(&grads).unwrap().into_data()),
-                ("running mean", norm.running_mean.value().into_data()),
-                ("running variance", norm.running_var.value().into_data()),
-            ]
+            let fused = |norm: &BatchNorm, x| norm_relu_pool(norm, &pool, x);
+            norm_pool_results(device, weights, [&x, &gamma, &beta], fused)
         });
     }
 }

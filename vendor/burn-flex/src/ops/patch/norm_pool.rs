@@ -171,26 +171,9 @@ pub fn batch_norm_max_pool2x2_relu_backward(
     let (at, peak) = (&saved.at[..], &saved.peak[..]);
     let (gamma, mean, inv_std) = (&saved.gamma[..], &saved.mean[..], &saved.inv_std[..]);
     let windows = oh * ow;
-    // Per channel, from the windows alone: Σ dy (β's gradient) and Σ dy · x̂ (γ's).
-    let (beta_grad, gamma_grad): (Vec<f32>, Vec<f32>) = (0..channels)
-        .into_par_iter()
-        .map(|c| {
-            let (mut sum_dy, mut sum_dy_x) = (0.0f64, 0.0f64);
-            for b in 0..batch {
-                let plane = (b * channels + c) * windows..(b * channels + c + 1) * windows;
-                let [s, sx] = window_sums(
-                    &grad[plane.clone()],
-                    &at[plane.clone()],
-                    &peak[plane],
-                    mean[c],
-                    |a| a != BLOCKED,
-                );
-                sum_dy += f64::from(s);
-                sum_dy_x += f64::from(sx);
-            }
-            (sum_dy as f32, sum_dy_x as f32 * inv_std[c])
-        })
-        .unzip();
+    let sizes = [batch, channels, windows];
+    let open = |a: u8| a != BLOCKED;
+    let (beta_grad, gamma_grad) = channel_sums(grad, at, peak, mean, inv_std, sizes, open);
     // dx = γ/σ · (dy − mean(dy) − x̂ · mean(dy · x̂)), as batch norm's own gradient.
     let count = (batch * h * w) as f32;
     let x_grad = par_written(x.len(), h * w, |i, out| {
@@ -255,9 +238,37 @@ fn split_pairs<'a>(row: &[f32], sets: &'a mut [f32]) -> [&'a [f32]; 2] {
     [even, odd]
 }
 
+/// Per channel, from the windows alone (`[batch, channels, windows]` of them, as `grad`, `at`
+/// and `peak` lie): `Σ dy` (β's gradient) and `Σ dy · x̂` (γ's), each window's gradient `dy`
+/// landing on its maximum, where ReLU let it through (`open` says which, from its `at`).
+pub(super) fn channel_sums<A: Copy + Sync>(
+    grad: &[f32],
+    at: &[A],
+    peak: &[f32],
+    mean: &[f32],
+    inv_std: &[f32],
+    [batch, channels, windows]: [usize; 3],
+    open: impl Fn(A) -> bool + Copy + Sync,
+) -> (Vec<f32>, Vec<f32>) {
+    (0..channels)
+        .into_par_iter()
+        .map(|c| {
+            let (mut sum_dy, mut sum_dy_x) = (0.0f64, 0.0f64);
+            for b in 0..batch {
+                let plane = (b * channels + c) * windows..(b * channels + c + 1) * windows;
+                let (grad, at, peak) = (&grad[plane.clone()], &at[plane.clone()], &peak[plane]);
+                let [s, sx] = window_sums(grad, at, peak, mean[c], open);
+                sum_dy += f64::from(s);
+                sum_dy_x += f64::from(sx);
+            }
+            (sum_dy as f32, sum_dy_x as f32 * inv_std[c])
+        })
+        .unzip()
+}
+
 /// `[Σ g, Σ g · (peak − mean)]` over one plane's windows that ReLU let through (`open` says
 /// which, from their `at`), each in [`LANES`] partial sums (see [`super::lane_sums`]).
-pub(super) fn window_sums<A: Copy>(
+fn window_sums<A: Copy>(
     grad: &[f32],
     at: &[A],
     peak: &[f32],

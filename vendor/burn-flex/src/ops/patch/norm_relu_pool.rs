@@ -29,7 +29,7 @@ use burn_std::Shape;
 use rayon::prelude::*;
 
 use super::batch_norm::{affine, statistics};
-use super::norm_pool::window_sums;
+use super::norm_pool::channel_sums;
 use super::pool_window::{Plan, applies};
 use super::{assume_written, narrow, par_written};
 use crate::FlexTensor;
@@ -176,21 +176,9 @@ pub fn batch_norm_relu_max_pool_backward(
     );
     let (at, peak) = (&saved.at[..], &saved.peak[..]);
     let (gamma, mean, inv_std) = (&saved.gamma[..], &saved.mean[..], &saved.inv_std[..]);
-    // Per channel, from the windows alone: Σ dy (β's gradient) and Σ dy · x̂ (γ's).
-    let (beta_grad, gamma_grad): (Vec<f32>, Vec<f32>) = (0..channels)
-        .into_par_iter()
-        .map(|c| {
-            let (mut sum_dy, mut sum_dy_x) = (0.0f64, 0.0f64);
-            for b in 0..batch {
-                let plane = (b * channels + c) * windows..(b * channels + c + 1) * windows;
-                let (grad, at, peak) = (&grad[plane.clone()], &at[plane.clone()], &peak[plane]);
-                let [s, sx] = window_sums(grad, at, peak, mean[c], |a| a != BLOCKED);
-                sum_dy += f64::from(s);
-                sum_dy_x += f64::from(sx);
-            }
-            (sum_dy as f32, sum_dy_x as f32 * inv_std[c])
-        })
-        .unzip();
+    let sizes = [batch, channels, windows];
+    let open = |a: i32| a != BLOCKED;
+    let (beta_grad, gamma_grad) = channel_sums(grad, at, peak, mean, inv_std, sizes, open);
     // dx = γ/σ · (dy − mean(dy) − x̂ · mean(dy · x̂)), as batch norm's own gradient: the
     // terms without dy for every value, then γ/σ · dy added at each window's maximum.
     let count = (batch * h * w) as f32;
