@@ -587,6 +587,10 @@ fn flex_fused_convolution_shortcut_and_clamp_match_ndarray() {
     let cases = [
         ([16, 16, 8, 6], [17, 16, 3, 3], padded(1, 1), true, relu),
         ([2, 16, 9, 7], [16, 16, 3, 3], padded(1, 1), true, relu6),
+        // Tall images of 70 tile rows, the last cut short, in blocks of fewer rows (64
+        // channels): the shortcut and clamp, applied to an image's rows in a block at once,
+        // start and end inside the image.
+        ([2, 64, 278, 6], [64, 64, 3, 3], padded(1, 1), true, relu),
         // Winograd's whole-batch path (small images, many channels).
         ([2, 64, 5, 4], [48, 64, 3, 3], padded(1, 1), true, relu6),
         ([2, 3, 15, 13], [8, 3, 7, 7], padded(3, 2), false, relu),

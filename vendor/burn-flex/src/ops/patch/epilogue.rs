@@ -34,24 +34,38 @@ impl<'a, T: Element> Epilogue<'a, T> {
         }
     }
 
-    /// Applies both to `values`, the output's values from `at` on.
+    /// Applies both to `values`, the output's values from `at` on, in one pass.
     #[inline]
     pub(crate) fn apply(&self, at: usize, values: &mut [T]) {
-        if let Some(add) = self.add {
-            let add = &add[at..][..values.len()];
-            for (v, &a) in values.iter_mut().zip(add) {
-                *v += a;
-            }
-        }
-        if let Some((low, high)) = self.clamp {
-            for v in values.iter_mut() {
-                // Comparisons with NaN are false, so NaN stays NaN.
-                if *v < low {
-                    *v = low;
-                } else if *v > high {
-                    *v = high;
+        match (self.add.map(|add| &add[at..][..values.len()]), self.clamp) {
+            (Some(add), Some((low, high))) => {
+                for (v, &a) in values.iter_mut().zip(add) {
+                    *v = clamp(*v + a, low, high);
                 }
             }
+            (Some(add), None) => {
+                for (v, &a) in values.iter_mut().zip(add) {
+                    *v += a;
+                }
+            }
+            (None, Some((low, high))) => {
+                for v in values.iter_mut() {
+                    *v = clamp(*v, low, high);
+                }
+            }
+            (None, None) => {}
         }
+    }
+}
+
+/// `v` within `[low, high]`; comparisons with NaN are false, so NaN stays NaN.
+#[inline(always)]
+fn clamp<T: Element>(v: T, low: T, high: T) -> T {
+    if v < low {
+        low
+    } else if v > high {
+        high
+    } else {
+        v
     }
 }

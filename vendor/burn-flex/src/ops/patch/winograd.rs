@@ -1157,12 +1157,20 @@ fn transform_output<'a, #[cfg(feature = "simd")] S: macerator::Simd, T: Element>
                 let oy = BLOCK * ty + i;
                 if oy < d.h {
                     let sets = core::array::from_fn(|j| at(i, j));
-                    let y_row = &mut y_plane[oy * d.w..][..d.w];
-                    interleave(y_row, sets);
-                    // SAFETY: `interleave` wrote the whole row.
-                    let y_row = unsafe { assume_written(y_row) };
-                    after.apply(((image * d.c_out + k) * d.h + oy) * d.w, y_row);
+                    interleave(&mut y_plane[oy * d.w..][..d.w], sets);
                 }
+            }
+            // The epilogue once over all of this image's rows in the block, which lie one after
+            // another in its plane, when the last of them is written: row by row, the 7- and
+            // 14-value rows of the deep layers ran mostly outside the vector loops.
+            if row + 1 == rows.end || (row + 1) % tile_rows == 0 {
+                let first_ty = rows.start.max(image * tile_rows) - image * tile_rows;
+                let written = BLOCK * first_ty * d.w..(BLOCK * (ty + 1)).min(d.h) * d.w;
+                let start = (image * d.c_out + k) * plane + written.start;
+                // SAFETY: `interleave` wrote every row of `written` above, in this call or
+                // for the earlier rows of this image in the block.
+                let values = unsafe { assume_written(&mut y_plane[written]) };
+                after.apply(start, values);
             }
         }
     }
