@@ -11,7 +11,7 @@
 use burn_backend::DType;
 use rayon::prelude::*;
 
-use super::par_written;
+use super::{clamp, par_written};
 use crate::{FlexTensor, Layout};
 
 /// Values a task takes at least.
@@ -49,15 +49,7 @@ pub fn clamp_f32(x: FlexTensor, low: f32, high: f32) -> Option<FlexTensor> {
     if x.dtype() != DType::F32 || !(low <= high) {
         return None;
     }
-    Some(map_f32(x, move |v| {
-        if v < low {
-            low
-        } else if v > high {
-            high
-        } else {
-            v
-        }
-    }))
+    Some(map_f32(x, move |v| clamp(v, low, high)))
 }
 
 /// The input's gradient of [`clamp_f32`], from its output `y` and the output's gradient:

@@ -3,7 +3,7 @@
 //! `[0, ∞)`, ReLU6 `[0, 6]`). Apart, each is a pass of its own over the whole output, which
 //! at a network's widest layers is far larger than the caches, and a fresh buffer each.
 
-use super::Element;
+use super::{Element, clamp};
 
 /// An addition and a clamp, either or both absent.
 #[derive(Clone, Copy, Debug)]
@@ -55,17 +55,5 @@ impl<'a, T: Element> Epilogue<'a, T> {
             }
             (None, None) => {}
         }
-    }
-}
-
-/// `v` within `[low, high]`; comparisons with NaN are false, so NaN stays NaN.
-#[inline(always)]
-fn clamp<T: Element>(v: T, low: T, high: T) -> T {
-    if v < low {
-        low
-    } else if v > high {
-        high
-    } else {
-        v
     }
 }

@@ -96,6 +96,19 @@ pub(crate) fn narrow<T: Element>(
     }
 }
 
+/// `v` within `[low, high]`; comparisons with NaN are false, so NaN stays NaN
+/// (as with burn's clamp and ReLU).
+#[inline(always)]
+pub(super) fn clamp<T: Element>(v: T, low: T, high: T) -> T {
+    if v < low {
+        low
+    } else if v > high {
+        high
+    } else {
+        v
+    }
+}
+
 /// Partial sums kept side by side: one running sum is a chain of dependent additions, one
 /// value per float adder's latency, which the compiler may not reorder into vector
 /// instructions (float addition is not associative). With this many lanes the loop below

@@ -23,7 +23,7 @@ use burn_std::Shape;
 
 use super::batch_norm::{affine, batch_norm_train_backward, statistics};
 use super::clamp::masked;
-use super::{narrow, par_written};
+use super::{clamp, narrow, par_written};
 use crate::FlexTensor;
 
 /// The output, the batch's mean and biased variance per channel (for the running
@@ -60,15 +60,7 @@ fn with_clamp<R>(bounds: Option<(f32, f32)>, f: impl ClampUser<R>) -> R {
         Some((low, high)) if high == f32::INFINITY => {
             f.with(move |v: f32| if v > low || v.is_nan() { v } else { low })
         }
-        Some((low, high)) => f.with(move |v: f32| {
-            if v < low {
-                low
-            } else if v > high {
-                high
-            } else {
-                v
-            }
-        }),
+        Some((low, high)) => f.with(move |v: f32| clamp(v, low, high)),
     }
 }
 
