@@ -339,6 +339,20 @@ fn flex_convolution_and_its_gradients_match_ndarray() {
             [5, 3, 1, 1],
             ConvOptions::new([1, 1], [1, 1], [1, 1], 1),
         ),
+        // Patch matrices larger than the 1 MB block im2col copies at a time, so that an image
+        // takes several blocks of output rows, the last one short, with padding rows at the
+        // top and bottom: the stem (60 output rows of 150, in blocks of 11) and two groups of
+        // a stride-1 7×7 (41 rows of 500, in blocks of 2).
+        (
+            [2, 3, 120, 300],
+            [4, 3, 7, 7],
+            ConvOptions::new([2, 2], [3, 3], [1, 1], 1),
+        ),
+        (
+            [1, 4, 41, 500],
+            [4, 2, 7, 7],
+            ConvOptions::new([1, 1], [3, 3], [1, 1], 2),
+        ),
     ];
     for (i, (x_shape, w_shape, options)) in cases.into_iter().enumerate() {
         let with_bias = ![4, 8, 15].contains(&i);
@@ -497,6 +511,9 @@ fn flex_fused_convolution_pool_and_relu_match_ndarray() {
         ([2, 3, 10, 8], [5, 3, 3, 3], same.clone(), true),
         ([1, 20, 6, 4], [8, 20, 3, 3], same.clone(), true),
         ([2, 4, 10, 10], [6, 4, 3, 3], valid, false),
+        // Past im2col's 1 MB block of patches: 200 output rows of 400 in blocks of 24, the
+        // last of 8.
+        ([1, 3, 200, 400], [4, 3, 3, 3], same.clone(), true),
     ];
     let ndarray = cpu_backend(CpuBackend::Ndarray).device;
     for (i, (x_shape, w_shape, options, with_bias)) in cases.into_iter().enumerate() {

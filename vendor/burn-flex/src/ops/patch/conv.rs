@@ -15,21 +15,27 @@
 use alloc::sync::Arc;
 use alloc::vec;
 use alloc::vec::Vec;
+use core::ops::Range;
 
 use burn_backend::DType;
 use burn_backend::ops::ConvOptions;
 use burn_std::{Bytes, Shape};
 use rayon::prelude::*;
 
-use super::gemm::{Matrix, gemm, gemm_into, gemm_strided};
-use super::pool::{max_relu, pool_rows};
 use super::depthwise;
 use super::elementwise::zeroed;
 use super::epilogue::Epilogue;
+use super::gemm::{Matrix, gemm_into_strided, gemm_strided};
 use super::kernel_cache;
+use super::pool::{max_relu, pool_rows};
 use super::winograd::{self, Dims, Kernels, Output};
 use super::{Element, assume_written, lane_sums, narrow, widen};
 use crate::{FlexTensor, Layout};
+
+/// The most bytes of patches one block of the patch matrix holds (all groups): the products
+/// then read it from the L2 cache. Whole, ResNet-18's 7×7 stem made 7.4 MB an image, and the
+/// products read it back from memory.
+const PATCH_BLOCK_BYTES: usize = 1 << 20;
 
 /// Shapes and options of one 2D convolution.
 #[derive(Clone, Copy, Debug)]
@@ -114,22 +120,60 @@ impl Geometry {
         one && same && self.pad == [0, 0]
     }
 
-    /// A buffer for one image's patch matrix; empty where [`Self::pointwise`] makes it needless.
+    /// Output rows whose patches make one block of the patch matrix: as many as fit in
+    /// [`PATCH_BLOCK_BYTES`], one at least; all of them where [`Self::pointwise`] (the
+    /// patch matrix is the image, nothing is copied).
+    fn block_rows<T>(&self) -> usize {
+        let row_bytes = self.c_in * self.k_h * self.k_w * self.w_out * size_of::<T>();
+        match self.pointwise() {
+            true => self.h_out,
+            false => PATCH_BLOCK_BYTES / row_bytes.max(1),
+        }
+        .clamp(1, self.h_out.max(1))
+    }
+
+    /// An image's output rows, a block of [`Self::block_rows`] at a time.
+    fn row_blocks<T>(&self) -> impl Iterator<Item = Range<usize>> + use<T> {
+        let (rows, h_out) = (self.block_rows::<T>(), self.h_out);
+        (0..h_out)
+            .step_by(rows)
+            .map(move |y| y..(y + rows).min(h_out))
+    }
+
+    /// A buffer for one block of the patch matrix; empty where [`Self::pointwise`] makes it
+    /// needless.
     fn cols_buffer<T: Element>(&self) -> Vec<T> {
         match self.pointwise() {
             true => Vec::new(),
-            false => vec![T::zero(); self.groups * self.group_rows() * self.out_plane()],
+            false => vec![T::zero(); self.c_in * self.k_h * self.k_w * self.block_w::<T>()],
         }
     }
 
-    /// The patch matrix of `image`: the image itself where the convolution is pointwise,
-    /// otherwise written into `cols` by [`Self::im2col`].
-    fn patches<'a, T: Element>(&self, image: &'a [T], cols: &'a mut [T]) -> &'a [T] {
+    /// The columns of a full block: its output rows times `w_out`.
+    fn block_w<T>(&self) -> usize {
+        self.block_rows::<T>() * self.w_out
+    }
+
+    /// The patch matrix of `image`'s output rows `oys` (all groups' rows, `oys.len() · w_out`
+    /// columns): the image itself where the convolution is pointwise, otherwise written into
+    /// `cols` by [`Self::im2col`].
+    fn patches<'a, T: Element>(
+        &self,
+        image: &'a [T],
+        oys: Range<usize>,
+        cols: &'a mut [T],
+    ) -> Matrix<'a, T> {
         if self.pointwise() {
-            return image;
+            let data = &image[oys.start * self.w_out..];
+            let row_stride = self.out_plane();
+            return Matrix {
+                data,
+                row_stride,
+                col_stride: 1,
+            };
         }
-        self.im2col(image, cols);
-        cols
+        self.im2col(image, oys.clone(), cols);
+        Matrix::rows(cols, oys.len() * self.w_out)
     }
 
     /// For kernel offset `k` along `axis`: the output positions whose input position
@@ -151,40 +195,51 @@ impl Geometry {
         (lo.min(hi), hi)
     }
 
-    /// Calls `f(patch_row, out_y, input_offset, out_x_range)` for each run of a patch row whose
-    /// pixels lie inside the image; `input_offset` is the run's first pixel in the image, the
-    /// next ones follow `stride[1]` apart. Patch rows count over all groups.
-    fn for_each_run(&self, mut f: impl FnMut(usize, usize, usize, (usize, usize))) {
+    /// Calls `f(patch_row, out_y, run)` for each patch row and output row `out_y` of `oys`:
+    /// `run` is `Some((input_offset, (x_lo, x_hi)))` where some of the row's pixels lie
+    /// inside the image (output columns `x_lo..x_hi`, the first at `input_offset` in the
+    /// image, the next `stride[1]` apart), `None` where all lie in the padding. Patch rows
+    /// count over all groups.
+    fn for_each_run(
+        &self,
+        oys: Range<usize>,
+        mut f: impl FnMut(usize, usize, Option<(usize, (usize, usize))>),
+    ) {
         for c in 0..self.c_in {
             for ky in 0..self.k_h {
                 let (y_lo, y_hi) = self.valid_range(0, ky);
                 for kx in 0..self.k_w {
                     let row = (c * self.k_h + ky) * self.k_w + kx;
                     let (x_lo, x_hi) = self.valid_range(1, kx);
-                    if x_lo >= x_hi {
-                        continue;
-                    }
-                    let in_x = x_lo * self.stride[1] + kx * self.dilation[1] - self.pad[1];
-                    for oy in y_lo..y_hi {
+                    for oy in oys.clone() {
+                        if x_lo >= x_hi || !(y_lo..y_hi).contains(&oy) {
+                            f(row, oy, None);
+                            continue;
+                        }
+                        let in_x = x_lo * self.stride[1] + kx * self.dilation[1] - self.pad[1];
                         let in_y = oy * self.stride[0] + ky * self.dilation[0] - self.pad[0];
                         let offset = (c * self.h_in + in_y) * self.w_in + in_x;
-                        f(row, oy, offset, (x_lo, x_hi));
+                        f(row, oy, Some((offset, (x_lo, x_hi))));
                     }
                 }
             }
         }
     }
 
-    /// Writes the patches of `image` into `cols` (all groups' rows, then `out_plane`
-    /// columns). Where a patch reaches into the padding nothing is written, so `cols` must be
-    /// a buffer made of zeros that only `im2col` of this geometry writes to: the positions it
-    /// skips are the same for every image, and zeroing them again each time cost more than
-    /// the copy.
-    fn im2col<T: Element>(&self, image: &[T], cols: &mut [T]) {
-        let (plane, step) = (self.out_plane(), self.stride[1]);
-        self.for_each_run(|row, oy, offset, (x_lo, x_hi)| {
-            let dst = &mut cols[row * plane + oy * self.w_out..][x_lo..x_hi];
-            let src = &image[offset..];
+    /// Writes the patches of `image`'s output rows `oys` into `cols` (all groups' rows, then
+    /// `oys.len() · w_out` columns), zeros where a patch reaches into the padding: every
+    /// value of the block is written.
+    fn im2col<T: Element>(&self, image: &[T], oys: Range<usize>, cols: &mut [T]) {
+        let (width, first, step) = (oys.len() * self.w_out, oys.start, self.stride[1]);
+        self.for_each_run(oys, |row, oy, run| {
+            let dst = &mut cols[row * width + (oy - first) * self.w_out..][..self.w_out];
+            let Some((offset, (x_lo, x_hi))) = run else {
+                dst.fill(T::zero());
+                return;
+            };
+            dst[..x_lo].fill(T::zero());
+            dst[x_hi..].fill(T::zero());
+            let (dst, src) = (&mut dst[x_lo..x_hi], &image[offset..]);
             // Stride 2 (ResNet's 7×7 stem and stride-2 layers) with the stride a constant, in
             // vector shuffles; with it known only at run time, one value at a time.
             match step {
@@ -195,11 +250,15 @@ impl Geometry {
         });
     }
 
-    /// Adds every entry of `cols` onto the input pixel its patch took it from.
-    fn col2im_add<T: Element>(&self, cols: &[T], image: &mut [T]) {
-        let (plane, step) = (self.out_plane(), self.stride[1]);
-        self.for_each_run(|row, oy, offset, (x_lo, x_hi)| {
-            let src = &cols[row * plane + oy * self.w_out..][x_lo..x_hi];
+    /// Adds every entry of `cols`, the patch matrix of output rows `oys`, onto the input
+    /// pixel its patch took it from.
+    fn col2im_add<T: Element>(&self, cols: &[T], oys: Range<usize>, image: &mut [T]) {
+        let (width, first, step) = (oys.len() * self.w_out, oys.start, self.stride[1]);
+        self.for_each_run(oys, |row, oy, run| {
+            let Some((offset, (x_lo, x_hi))) = run else {
+                return;
+            };
+            let src = &cols[row * width + (oy - first) * self.w_out..][x_lo..x_hi];
             let dst = &mut image[offset..];
             if step == 1 {
                 for (d, &s) in dst[..src.len()].iter_mut().zip(src) {
@@ -245,10 +304,10 @@ impl Geometry {
 
 /// `y = conv(x, weight) + bias`, pooled as `output` says (then with even output sizes), or
 /// with `after` applied to each part as it is made (plain output only); `kernels` are the
-/// weights as [`winograd_kernels`] transforms them, where the caller keeps them. Each output image
-/// starts as its bias (written once, in cache, instead of zeroed and then added to in a
-/// second pass) and gemm adds the products; a pooled image is made whole in a per-thread
-/// buffer, in cache, and pooled from there.
+/// weights as [`winograd_kernels`] transforms them, where the caller keeps them. The products
+/// of each block of output rows ([`Geometry::row_blocks`]) are written into the output, and
+/// the bias and `after` applied a plane at a time; a pooled image is made whole in a
+/// per-thread buffer that starts as its bias, in cache, and pooled from there.
 fn forward<T: Element>(
     g: &Geometry,
     x: &[T],
@@ -289,26 +348,41 @@ fn forward<T: Element>(
             || (g.cols_buffer(), vec![T::zero(); full_len]),
             |(cols, full), (b, y_b)| {
                 let x_b = &x[b * image_len..][..image_len];
-                let cols = g.patches(x_b, cols);
-                let products = |group: usize| {
-                    (
-                        Matrix::rows(&weight[group * c_out * rows..], rows),
-                        Matrix::rows(&cols[group * rows * plane..], plane),
-                    )
-                };
+                if output == Output::PooledRelu {
+                    for (c, out) in full.chunks_mut(plane.max(1)).enumerate() {
+                        out.fill(bias.map_or(T::zero(), |bias| bias[c]));
+                    }
+                }
+                // The products of each block of output rows straight into the output (or the
+                // full image to be pooled, which starts as the bias), a group at a time.
+                for oys in g.row_blocks::<T>() {
+                    let patches = g.patches(x_b, oys.clone(), cols);
+                    let width = oys.len() * g.w_out;
+                    for group in 0..g.groups {
+                        let lhs = Matrix::rows(&weight[group * c_out * rows..], rows);
+                        let rhs = patches.from_row(group * rows);
+                        let at = group * c_out * plane + oys.start * g.w_out;
+                        let shape = [c_out, width, rows];
+                        match output {
+                            Output::Plain => {
+                                let dst = &mut y_b[at..];
+                                gemm_into_strided(shape, dst, [plane, 1], lhs, rhs, parallelism);
+                            }
+                            Output::PooledRelu => {
+                                let dst = &mut full[at..];
+                                gemm_strided(shape, dst, [plane, 1], true, lhs, rhs, parallelism);
+                            }
+                        }
+                    }
+                }
                 match output {
                     Output::Plain => {
-                        // The products straight into the output, then the bias and the
-                        // epilogue a plane at a time while it is in cache: filling the
-                        // output with the bias first for gemm to add to was a pass of its
-                        // own over an image larger than the caches (a tenth of
-                        // EfficientNet-Lite0's inference).
-                        for group in 0..g.groups {
-                            let (lhs, rhs) = products(group);
-                            let dst = &mut y_b[group * c_out * plane..][..c_out * plane];
-                            gemm_into([c_out, plane, rows], dst, lhs, rhs, parallelism);
-                        }
-                        // SAFETY: each group's product wrote its `c_out · plane` values.
+                        // Then the bias and the epilogue a plane at a time while it is in
+                        // cache: filling the output with the bias first for gemm to add to
+                        // was a pass of its own over an image larger than the caches (a
+                        // tenth of EfficientNet-Lite0's inference).
+                        // SAFETY: each block's products wrote its `c_out · width` values of
+                        // every group, and the blocks cover the output rows.
                         let image = unsafe { assume_written(&mut *y_b) };
                         for (c, out) in image.chunks_mut(plane.max(1)).enumerate() {
                             if let Some(bias) = bias {
@@ -317,17 +391,7 @@ fn forward<T: Element>(
                             after.apply(b * image_out + c * plane, out);
                         }
                     }
-                    Output::PooledRelu => {
-                        for (c, out) in full.chunks_mut(plane.max(1)).enumerate() {
-                            out.fill(bias.map_or(T::zero(), |bias| bias[c]));
-                        }
-                        for group in 0..g.groups {
-                            let (lhs, rhs) = products(group);
-                            let dst = &mut full[group * c_out * plane..];
-                            gemm([c_out, plane, rows], dst, true, lhs, rhs, parallelism);
-                        }
-                        pool_rows(full, g.w_out, g.w_out / 2, y_b, max_relu);
-                    }
+                    Output::PooledRelu => pool_rows(full, g.w_out, g.w_out / 2, y_b, max_relu),
                 }
             },
         );
@@ -379,19 +443,31 @@ fn input_grad<T: Element>(g: &Geometry, weight: &[T], dy: &[T]) -> Vec<T> {
             |cols, (dx_b, dy_b)| {
                 // A pointwise convolution's patch matrix is the image: the products go there.
                 let pointwise = g.pointwise();
-                let out = if pointwise { &mut dx_b[..] } else { &mut cols[..] };
-                for group in 0..g.groups {
-                    gemm(
-                        [rows, plane, c_out],
-                        &mut out[group * rows * plane..],
-                        false,
-                        Matrix::rows(&weight[group * c_out * rows..], rows).transposed(),
-                        Matrix::rows(&dy_b[group * c_out * plane..], plane),
-                        parallelism,
-                    );
-                }
-                if !pointwise {
-                    g.col2im_add(cols, dx_b);
+                for oys in g.row_blocks::<T>() {
+                    let width = oys.len() * g.w_out;
+                    let (out, row_stride) = match pointwise {
+                        true => (&mut dx_b[oys.start * g.w_out..], plane),
+                        false => (&mut cols[..], width),
+                    };
+                    for group in 0..g.groups {
+                        let dy = &dy_b[group * c_out * plane + oys.start * g.w_out..];
+                        gemm_strided(
+                            [rows, width, c_out],
+                            &mut out[group * rows * row_stride..],
+                            [row_stride, 1],
+                            false,
+                            Matrix::rows(&weight[group * c_out * rows..], rows).transposed(),
+                            Matrix {
+                                data: dy,
+                                row_stride: plane,
+                                col_stride: 1,
+                            },
+                            parallelism,
+                        );
+                    }
+                    if !pointwise {
+                        g.col2im_add(cols, oys, dx_b);
+                    }
                 }
             },
         );
@@ -424,17 +500,25 @@ fn weight_grad<T: Element>(g: &Geometry, x: &[T], dy: &[T]) -> Vec<T> {
             let mut cols = g.cols_buffer();
             let images = x_share.chunks(g.image_len().max(1));
             for (x_b, dy_b) in images.zip(dy_share.chunks(g.out_image_len().max(1))) {
-                let cols = g.patches(x_b, &mut cols);
-                for group in 0..g.groups {
-                    gemm_strided(
-                        [c_out, rows, plane],
-                        &mut dw_t[group * c_out..],
-                        [1, g.c_out],
-                        true,
-                        Matrix::rows(&dy_b[group * c_out * plane..], plane),
-                        Matrix::rows(&cols[group * rows * plane..], plane).transposed(),
-                        parallelism,
-                    );
+                for oys in g.row_blocks::<T>() {
+                    let patches = g.patches(x_b, oys.clone(), &mut cols);
+                    let width = oys.len() * g.w_out;
+                    for group in 0..g.groups {
+                        let dy = &dy_b[group * c_out * plane + oys.start * g.w_out..];
+                        gemm_strided(
+                            [c_out, rows, width],
+                            &mut dw_t[group * c_out..],
+                            [1, g.c_out],
+                            true,
+                            Matrix {
+                                data: dy,
+                                row_stride: plane,
+                                col_stride: 1,
+                            },
+                            patches.from_row(group * rows).transposed(),
+                            parallelism,
+                        );
+                    }
                 }
             }
             dw_t
@@ -546,7 +630,10 @@ pub fn conv2d_then(
     let out = Geometry::output_size(x_shape, w_shape, options);
     let g = Geometry::new(x_shape, w_shape, options, out);
     let out_shape = Shape::from(vec![g.batch, g.c_out, out[0], out[1]]);
-    if add.as_ref().is_some_and(|add| add.layout().shape() != &out_shape) {
+    if add
+        .as_ref()
+        .is_some_and(|add| add.layout().shape() != &out_shape)
+    {
         return None;
     }
     let (x, weight) = (x.to_contiguous(), weight.to_contiguous());

@@ -18,6 +18,13 @@ impl<'a, T> Matrix<'a, T> {
             col_stride: 1,
         }
     }
+    /// The matrix from its row `row` on.
+    pub fn from_row(self, row: usize) -> Self {
+        Matrix {
+            data: &self.data[row * self.row_stride..],
+            ..self
+        }
+    }
     pub fn transposed(self) -> Self {
         Matrix {
             data: self.data,
@@ -39,20 +46,9 @@ pub(super) fn gemm<T: Element>(
     gemm_strided([m, n, k], dst, [n, 1], accumulate, lhs, rhs, parallelism);
 }
 
-/// `dst[m×n] = lhs[m×k] · rhs[k×n]` into memory not yet written (row-major), every value of
-/// `dst[..m·n]` written, never read: the caller's output need not be filled first.
-pub(super) fn gemm_into<T: Element>(
-    [m, n, k]: [usize; 3],
-    dst: &mut [core::mem::MaybeUninit<T>],
-    lhs: Matrix<T>,
-    rhs: Matrix<T>,
-    parallelism: gemm::Parallelism,
-) {
-    gemm_into_strided([m, n, k], dst, [n, 1], lhs, rhs, parallelism);
-}
-
-/// [`gemm_into`] into a `dst` of any (row, column) strides: the `m·n` values at
-/// `dst[i·row_stride + j·col_stride]` written, none read.
+/// `dst[m×n] = lhs[m×k] · rhs[k×n]` into memory not yet written, of any (row, column)
+/// strides: the `m·n` values at `dst[i·row_stride + j·col_stride]` written, none read, so
+/// the caller's output need not be filled first.
 pub(super) fn gemm_into_strided<T: Element>(
     [m, n, k]: [usize; 3],
     dst: &mut [core::mem::MaybeUninit<T>],
