@@ -29,7 +29,7 @@ use super::gemm::{Matrix, gemm_into_strided, gemm_strided};
 use super::kernel_cache;
 use super::pool::{max_relu, pool_rows};
 use super::winograd::{self, Dims, Kernels, Output};
-use super::{Element, assume_written, lane_sums, narrow, widen};
+use super::{Element, assume_written, copy_strided, lane_sums, narrow, widen};
 use crate::{FlexTensor, Layout};
 
 /// The most bytes of patches one block of the patch matrix holds (all groups): the products
@@ -239,14 +239,7 @@ impl Geometry {
             };
             dst[..x_lo].fill(T::zero());
             dst[x_hi..].fill(T::zero());
-            let (dst, src) = (&mut dst[x_lo..x_hi], &image[offset..]);
-            // Stride 2 (ResNet's 7×7 stem and stride-2 layers) with the stride a constant, in
-            // vector shuffles; with it known only at run time, one value at a time.
-            match step {
-                1 => dst.copy_from_slice(&src[..dst.len()]),
-                2 => depthwise::every::<T, 2>(src, dst),
-                _ => depthwise::every_nth(src, step, dst),
-            }
+            copy_strided(&image[offset..], step, &mut dst[x_lo..x_hi]);
         });
     }
 

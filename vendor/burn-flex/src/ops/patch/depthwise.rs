@@ -25,7 +25,7 @@ use rayon::prelude::*;
 
 use super::conv::Geometry;
 use super::epilogue::Epilogue;
-use super::{Element, assume_written};
+use super::{Element, assume_written, copy_strided};
 
 /// Output values of a row that the forward pass sums in registers at a time: one AVX-512
 /// vector of f32, two AVX2 ones. Adding each tap's run into the output row in memory, as
@@ -122,25 +122,6 @@ impl Phased {
     }
 }
 
-/// Every `S`-th value of `from`, from the first, into `to`. With `S` known to the compiler the
-/// loop gathers them in vector shuffles; with a stride known only at run time it took them one
-/// at a time (a tenth of EfficientNet-Lite0's inference, and more of its training, went to
-/// laying out its stride-2 rows; `conv.rs`'s im2col copies stride-2 rows with it too).
-pub(super) fn every<T: Copy, const S: usize>(from: &[T], to: &mut [T]) {
-    let whole = to.len().min(from.len() / S);
-    for (value, column) in to[..whole].iter_mut().zip(from.chunks_exact(S)) {
-        *value = column[0];
-    }
-    every_nth(&from[whole * S..], S, &mut to[whole..]);
-}
-
-/// Every `stride`-th value of `from`, from the first, into `to`.
-pub(super) fn every_nth<T: Copy>(from: &[T], stride: usize, to: &mut [T]) {
-    for (value, column) in to.iter_mut().zip(from.chunks(stride)) {
-        *value = column[0];
-    }
-}
-
 /// `Σ a[i] · b[i]` over the shorter of the two, in eight partial sums that become vector lanes.
 fn dot<T: Element>(a: &[T], b: &[T]) -> T {
     let n = a.len().min(b.len());
@@ -209,11 +190,7 @@ impl<T: Element> PhasedPlane<T> {
                     from.len() > (len - 1) * self.stride,
                     "depthwise: a row too short"
                 );
-                match self.stride {
-                    1 => to.copy_from_slice(&from[..len]),
-                    2 => every::<T, 2>(from, to),
-                    s => every_nth(from, s, to),
-                }
+                copy_strided(from, self.stride, to);
             }
         }
         &self.values
