@@ -124,7 +124,7 @@ impl Geometry {
     /// [`PATCH_BLOCK_BYTES`], one at least; all of them where [`Self::pointwise`] (the
     /// patch matrix is the image, nothing is copied).
     fn block_rows<T>(&self) -> usize {
-        let row_bytes = self.c_in * self.k_h * self.k_w * self.w_out * size_of::<T>();
+        let row_bytes = self.groups * self.group_rows() * self.w_out * size_of::<T>();
         match self.pointwise() {
             true => self.h_out,
             false => PATCH_BLOCK_BYTES / row_bytes.max(1),
@@ -145,13 +145,11 @@ impl Geometry {
     fn cols_buffer<T: Element>(&self) -> Vec<T> {
         match self.pointwise() {
             true => Vec::new(),
-            false => vec![T::zero(); self.c_in * self.k_h * self.k_w * self.block_w::<T>()],
+            false => {
+                let block = self.block_rows::<T>() * self.w_out;
+                vec![T::zero(); self.groups * self.group_rows() * block]
+            }
         }
-    }
-
-    /// The columns of a full block: its output rows times `w_out`.
-    fn block_w<T>(&self) -> usize {
-        self.block_rows::<T>() * self.w_out
     }
 
     /// The patch matrix of `image`'s output rows `oys` (all groups' rows, `oys.len() · w_out`
@@ -164,13 +162,7 @@ impl Geometry {
         cols: &'a mut [T],
     ) -> Matrix<'a, T> {
         if self.pointwise() {
-            let data = &image[oys.start * self.w_out..];
-            let row_stride = self.out_plane();
-            return Matrix {
-                data,
-                row_stride,
-                col_stride: 1,
-            };
+            return Matrix::rows(&image[oys.start * self.w_out..], self.out_plane());
         }
         self.im2col(image, oys.clone(), cols);
         Matrix::rows(cols, oys.len() * self.w_out)
@@ -450,11 +442,7 @@ fn input_grad<T: Element>(g: &Geometry, weight: &[T], dy: &[T]) -> Vec<T> {
                             [row_stride, 1],
                             false,
                             Matrix::rows(&weight[group * c_out * rows..], rows).transposed(),
-                            Matrix {
-                                data: dy,
-                                row_stride: plane,
-                                col_stride: 1,
-                            },
+                            Matrix::rows(dy, plane),
                             parallelism,
                         );
                     }
@@ -503,11 +491,7 @@ fn weight_grad<T: Element>(g: &Geometry, x: &[T], dy: &[T]) -> Vec<T> {
                             &mut dw_t[group * c_out..],
                             [1, g.c_out],
                             true,
-                            Matrix {
-                                data: dy,
-                                row_stride: plane,
-                                col_stride: 1,
-                            },
+                            Matrix::rows(dy, plane),
                             patches.from_row(group * rows).transposed(),
                             parallelism,
                         );

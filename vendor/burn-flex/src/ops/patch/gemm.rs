@@ -11,6 +11,8 @@ pub(super) struct Matrix<'a, T> {
 }
 
 impl<'a, T> Matrix<'a, T> {
+    /// Row-major, its rows `columns` apart; with `data` starting inside a row, a block of
+    /// columns of a wider matrix.
     pub fn rows(data: &'a [T], columns: usize) -> Self {
         Matrix {
             data,
