@@ -21,6 +21,7 @@ use crate::training::{self, Schedule, TrainOptions, TrainOutcome, TrainRequest};
     catdog train --data DIR --augment --epochs 30 --batch-size 64 --lr 0.002 --schedule one-cycle\n  \
     catdog train --backend cpu --json\n  \
     catdog train --network resnet18 --data DIR --backend gpu\n  \
+    catdog train --network efficientnet-lite0 --data DIR --epochs 0   # a few photos a class\n  \
     catdog train --resume --out models/big     # after Ctrl-C or a crash")]
 pub struct TrainArgs {
     /// Folder of photos: one sub-folder per class (DIR/cat/, DIR/dog/) or Kaggle's names
@@ -39,8 +40,10 @@ pub struct TrainArgs {
     /// The float type the GPU trains in; the model is saved in f32 either way [default: f32]
     #[arg(long, value_enum)]
     pub precision: Option<Precision>,
-    #[arg(short, long, value_parser = clap::value_parser!(u32).range(1..),
-          help = with_default("Passes over the training photos", defaults().epochs))]
+    #[arg(short, long, value_parser = clap::value_parser!(u32),
+          help = with_default("Passes over the training photos; 0 with --pretrained fits the \
+                               new last layer alone, in one pass, and trains nothing else",
+                              defaults().epochs))]
     pub epochs: Option<u32>,
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096),
           help = with_default("Photos per training step", defaults().batch_size))]

@@ -246,6 +246,14 @@ impl EfficientNetLite0 {
         }
     }
 
+    /// The same network with its classifier's weights (`[1280, classes]`) and bias replaced.
+    pub fn with_classifier(self, weight: Tensor<2>, bias: Tensor<1>) -> EfficientNetLite0 {
+        EfficientNetLite0 {
+            fc: rewrite::replaced(self.fc, weight, bias),
+            ..self
+        }
+    }
+
     /// The linear layer from the pooled features to the classes' logits.
     pub fn classifier(&self) -> &Linear {
         &self.fc

@@ -180,6 +180,27 @@ impl Network {
         }
     }
 
+    /// The pooled features the classifier reads, `[batch, features]`, for the networks that
+    /// can start from ImageNet's weights; `None` for the others.
+    pub fn features(&self, images: Tensor<4>) -> Option<Tensor<2>> {
+        match self {
+            Network::EfficientNetLite0(net) => Some(net.features(images)),
+            _ => None,
+        }
+    }
+
+    /// The same network with its classifier's weights (`[features, classes]`) and bias
+    /// replaced, for the networks that have a [`classifier`](Self::classifier); the others as
+    /// they are.
+    pub fn with_classifier(self, weight: Tensor<2>, bias: Tensor<1>) -> Network {
+        match self {
+            Network::EfficientNetLite0(net) => {
+                Network::EfficientNetLite0(net.with_classifier(weight, bias))
+            }
+            other => other,
+        }
+    }
+
     /// The layer that turns features into the classes' logits, for networks that may start
     /// from ImageNet's weights with a classifier of their own.
     pub fn classifier(&self) -> Option<&burn::nn::Linear> {

@@ -54,3 +54,24 @@ pub(super) fn scaled(linear: Linear, factor: f32) -> Linear {
         bias: bias.map(|b| b.map(|b| b * factor)),
     }
 }
+
+/// `linear` with `weight` (`[features, classes]`) and `bias` in place of its own, keeping its
+/// parameters' ids and whether they learn.
+pub(super) fn replaced(linear: Linear, weight: Tensor<2>, bias: Tensor<1>) -> Linear {
+    let Linear {
+        weight: old_weight,
+        bias: old_bias,
+    } = linear;
+    Linear {
+        weight: old_weight.map(|old| {
+            let learns = old.is_require_grad();
+            weight.to_device(&old.device()).set_require_grad(learns)
+        }),
+        bias: old_bias.map(|old_bias| {
+            old_bias.map(|old| {
+                let learns = old.is_require_grad();
+                bias.to_device(&old.device()).set_require_grad(learns)
+            })
+        }),
+    }
+}

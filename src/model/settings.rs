@@ -215,9 +215,7 @@ impl TrainSettings {
         if self.data.is_none() {
             check_generated_fits(self.generated_count, self.image_size)?;
         }
-        if self.epochs == 0 {
-            bail!("--epochs must be at least 1");
-        }
+        self.check_no_epochs()?;
         if self.batch_size == 0 {
             bail!("--batch-size must be at least 1");
         }
@@ -259,6 +257,39 @@ impl TrainSettings {
         ] {
             if !(0.0..1.0).contains(&value) {
                 bail!("{flag} must be at least 0 and below 1, not {value}");
+            }
+        }
+        Ok(())
+    }
+
+    /// `--epochs 0` trains nothing: it fits the new last layer of a network started from
+    /// ImageNet's weights to what that network sees, and no setting of training steps has
+    /// anything to act on then.
+    fn check_no_epochs(&self) -> Result<()> {
+        if self.epochs > 0 {
+            return Ok(());
+        }
+        if !self.pretrained {
+            bail!(
+                "--epochs 0 fits only the new last layer of a network started from ImageNet's \
+                 weights (--network efficientnet-lite0); {} starts from random ones here, so \
+                 give at least 1",
+                self.network.name()
+            );
+        }
+        for (flag, given) in [
+            ("--backbone-rate", self.backbone_rate != BACKBONE_RATE),
+            ("--frozen-epochs", self.frozen_epochs > 0),
+            ("--hold-batch-norm", self.hold_batch_norm),
+            ("--augment", self.augment.is_on()),
+            ("--dropout", self.dropout > 0.0),
+            ("--label-smoothing", self.label_smoothing > 0.0),
+        ] {
+            if given {
+                bail!(
+                    "{flag} shapes training steps, and --epochs 0 takes none (it fits the new \
+                     last layer alone): give one or the other"
+                );
             }
         }
         Ok(())
@@ -473,6 +504,86 @@ mod tests {
         };
         let err = scratch.check().unwrap_err().to_string();
         assert!(err.starts_with("--frozen-epochs is for a network"), "{err}");
+    }
+
+    /// `--epochs 0` is for a network started from ImageNet's weights, and refuses every flag
+    /// that shapes training steps, naming it.
+    #[test]
+    fn no_epochs_fits_a_pretrained_networks_last_layer_and_nothing_else() {
+        let alone = TrainSettings {
+            epochs: 0,
+            ..TrainSettings::for_network(NetworkKind::EfficientNetLite0)
+        };
+        alone.check().unwrap();
+        let err = TrainSettings {
+            pretrained: false,
+            ..alone.clone()
+        }
+        .check()
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("efficientnet-lite0 starts from random ones here, so give at least 1"),
+            "{err}"
+        );
+        let err = TrainSettings {
+            epochs: 0,
+            ..TrainSettings::default()
+        }
+        .check()
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("small-cnn starts from random ones"), "{err}");
+        for (flag, settings) in [
+            (
+                "--backbone-rate",
+                TrainSettings {
+                    backbone_rate: 0.0,
+                    ..alone.clone()
+                },
+            ),
+            (
+                "--frozen-epochs",
+                TrainSettings {
+                    frozen_epochs: 1,
+                    ..alone.clone()
+                },
+            ),
+            (
+                "--hold-batch-norm",
+                TrainSettings {
+                    hold_batch_norm: true,
+                    ..alone.clone()
+                },
+            ),
+            (
+                "--augment",
+                TrainSettings {
+                    augment: Augmentation::Light,
+                    ..alone.clone()
+                },
+            ),
+            (
+                "--dropout",
+                TrainSettings {
+                    dropout: 0.2,
+                    ..alone.clone()
+                },
+            ),
+            (
+                "--label-smoothing",
+                TrainSettings {
+                    label_smoothing: 0.1,
+                    ..alone.clone()
+                },
+            ),
+        ] {
+            let err = settings.check().unwrap_err().to_string();
+            assert!(
+                err.starts_with(&format!("{flag} shapes training steps, and --epochs 0")),
+                "{flag}: {err}"
+            );
+        }
     }
 
     #[test]

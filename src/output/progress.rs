@@ -57,19 +57,22 @@ impl DataProgress for TerminalProgress {
 
 impl TrainProgress for TerminalProgress {
     fn epoch_started(&mut self, epoch: usize, epochs: usize, batches: usize) {
+        let what = match epochs {
+            0 => "fitting the last layer".to_string(),
+            _ => format!("epoch {epoch}/{epochs}"),
+        };
         self.start_bar(
             batches,
-            &format!(
-                "epoch {epoch}/{epochs} [{{bar:30}}] {{pos}}/{{len}} batches, ETA {{eta}}, {{msg}}"
-            ),
+            &format!("{what} [{{bar:30}}] {{pos}}/{{len}} batches, ETA {{eta}}, {{msg}}"),
         );
     }
 
     fn batch_finished(&mut self, stats: &BatchStats) {
-        self.bar.set_message(format!(
-            "loss {:.3}, {:.0} photos/s",
-            stats.mean_loss, stats.photos_per_sec
-        ));
+        let speed = format!("{:.0} photos/s", stats.photos_per_sec);
+        self.bar.set_message(match stats.mean_loss {
+            Some(loss) => format!("loss {loss:.3}, {speed}"),
+            None => speed,
+        });
         self.bar.inc(1);
     }
 
@@ -84,10 +87,13 @@ impl TrainProgress for TerminalProgress {
             }
             _ => String::new(),
         };
+        let what = match epochs {
+            0 => "last layer fitted".to_string(),
+            _ => format!("epoch {}/{epochs}", stats.epoch),
+        };
         eprintln!(
-            "epoch {}/{epochs}: train loss {:.3}, accuracy {:.1} %{validation}, \
+            "{what}: train loss {:.3}, accuracy {:.1} %{validation}, \
              {:.0} photos/s ({:.1} s)",
-            stats.epoch,
             stats.train_loss,
             stats.train_accuracy * 100.0,
             stats.train_images_per_sec,

@@ -30,13 +30,18 @@ pub fn train_summary(report: &TrainReport) -> String {
         .decode_images_per_sec
         .map(|rate| format!("Decoding ran at {rate:.0} photos/s.\n"))
         .unwrap_or_default();
-    let which = if kept.epoch == report.epochs.len() {
+    // `--epochs 0`: one pass, epoch 0, which fitted the last layer alone.
+    let alone = kept.epoch == 0;
+    let which = if alone {
+        "Fitted the new last layer alone, the rest as ImageNet left it".to_string()
+    } else if kept.epoch == report.epochs.len() {
         "Kept the last epoch".to_string()
     } else {
         format!("Kept epoch {} (the best on validation)", kept.epoch)
     };
     let first = report.epochs[0].train_images_per_sec;
     let speed = match report.epochs.len() {
+        _ if alone => format!("{first:.1} photos/s (one pass over them and their mirror images)"),
         1 => format!("{first:.1} photos/s (one epoch, warm-up included)"),
         n => {
             let later = match n {
@@ -59,8 +64,15 @@ pub fn train_summary(report: &TrainReport) -> String {
                 .to_string(),
         });
     let took: f64 = report.epochs.iter().map(|e| e.train_seconds).sum();
-    let epochs = report.epochs.len();
-    let waiting = if report.train_images * epochs < TOO_FEW_TO_EXTRAPOLATE {
+    let epochs = trained_epochs(report);
+    let waiting = if alone {
+        // A pass without training steps says nothing about how long training takes.
+        format!(
+            "Fitting the last layer to {} took {}.",
+            count(report.train_images, "photo", "photos"),
+            human_duration(took)
+        )
+    } else if report.train_images * epochs < TOO_FEW_TO_EXTRAPOLATE {
         format!(
             "The {} over these {} took {}: too little to tell how long a real job would take \
              (`catdog bench` measures that).",
@@ -101,6 +113,11 @@ pub fn train_summary(report: &TrainReport) -> String {
         report.model_dir.display(),
         report.model_dir.display(),
     )
+}
+
+/// Epochs of training steps: none in a run of `--epochs 0`, whose one pass is epoch 0.
+fn trained_epochs(report: &TrainReport) -> usize {
+    report.epochs.iter().filter(|e| e.epoch > 0).count()
 }
 
 /// Photos trained on in all (over every epoch) below which the run's speed says too little to
@@ -152,7 +169,7 @@ pub fn train_json(report: &TrainReport) -> Value {
         "backend": report.backend.kind,
         "device": report.backend.device_name,
         "precision": report.backend.precision,
-        "epochs": report.epochs.len(),
+        "epochs": trained_epochs(report),
         "kept_epoch": kept.epoch,
         "train_images_per_sec": report.images_per_sec(),
         "first_epoch_images_per_sec": report.epochs[0].train_images_per_sec,

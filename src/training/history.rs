@@ -65,10 +65,12 @@ pub fn steady_images_per_sec(history: &[EpochStats]) -> f64 {
 }
 
 /// The epoch whose network a run saves: the best validated one, or the last without
-/// validation.
+/// validation. (A run of `--epochs 0` has one, epoch 0: its last layer fitted alone.)
 pub fn kept_epoch(history: &[EpochStats]) -> &EpochStats {
     let last = history.last().expect("training runs at least one epoch");
-    best_epoch(history).map_or(last, |best| &history[best - 1])
+    best_epoch(history)
+        .and_then(|best| history.iter().find(|stats| stats.epoch == best))
+        .unwrap_or(last)
 }
 
 #[cfg(test)]

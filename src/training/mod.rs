@@ -1,10 +1,11 @@
 //! Training: from a folder of photos (or generated pictures) to a saved model.
 //!
 //! [`train`] is the whole `catdog train` command. The loop itself is [`fit`] (`fit.rs`), one
-//! step of it a [`Trainer`] (`trainer.rs`); a run's settings are [`TrainSettings`]
-//! (`model/settings.rs`), `settings.rs` adds the folder and `request.rs` the flags given, `history.rs` what its epochs decide, `resume.rs` every rule about continuing
-//! a run from its `checkpoint.rs`, `interrupt.rs` Ctrl-C, and `out_folder.rs` the claim on
-//! the model folder.
+//! step of it a [`Trainer`] (`trainer.rs`), and a run of `--epochs 0` fits a pretrained
+//! network's last layer alone (`linear_fit.rs`); a run's settings are [`TrainSettings`]
+//! (`model/settings.rs`), `settings.rs` adds the folder and `request.rs` the flags given,
+//! `history.rs` what its epochs decide, `resume.rs` every rule about continuing a run from its
+//! `checkpoint.rs`, `interrupt.rs` Ctrl-C, and `out_folder.rs` the claim on the model folder.
 
 mod adamw;
 mod checkpoint;
@@ -12,6 +13,7 @@ mod curves;
 mod fit;
 mod history;
 mod interrupt;
+mod linear_fit;
 mod out_folder;
 mod progress;
 mod request;

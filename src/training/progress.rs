@@ -17,8 +17,9 @@ impl TrainProgress for () {}
 /// The epoch in progress, after a batch.
 #[derive(Clone, Copy, Debug)]
 pub struct BatchStats {
-    /// Mean training loss over the epoch's photos so far.
-    pub mean_loss: f64,
+    /// Mean training loss over the epoch's photos so far; `None` while `--epochs 0` gathers
+    /// the features its last layer is fitted to.
+    pub mean_loss: Option<f64>,
     /// Training photos per second since the epoch started (or resumed).
     pub photos_per_sec: f64,
 }

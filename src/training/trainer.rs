@@ -6,7 +6,7 @@ use burn::module::Module;
 use burn::nn::loss::{CrossEntropyLoss, CrossEntropyLossConfig};
 use burn::optim::{GradientsParams, ModuleOptimizer};
 use burn::store::{BurnpackStore, FloatCastAdapter, ModuleSnapshot};
-use burn::tensor::{Bytes, DType, Device, FloatDType, Tensor};
+use burn::tensor::{Bytes, DType, Device, FloatDType, Tensor, TensorData};
 
 use crate::data::{DeviceBatch, HostBatch};
 use crate::device::{Batch, explain_panic};
@@ -99,6 +99,18 @@ impl Trainer {
     /// ImageNet's weights learns whole either way.
     pub fn freeze_backbone(&mut self, frozen: bool) {
         self.backbone_frozen = frozen;
+    }
+
+    /// Replaces the network's classifier with `weight` (`[features, classes]`) and `bias`,
+    /// before the first step.
+    pub fn set_classifier(&mut self, weight: TensorData, bias: TensorData) {
+        let model = self
+            .model
+            .take()
+            .expect("the model is back after every step");
+        let weight = Tensor::from_data(weight, &self.device);
+        let bias = Tensor::from_data(bias, &self.device);
+        self.model = Some(model.with_classifier(weight, bias));
     }
 
     /// The network and the optimizer state, serialised for a checkpoint.

@@ -318,6 +318,48 @@ fn efficientnet_lite0_starts_from_imagenets_weights() {
         .fails_with("--pretrained: catdog has ImageNet weights for efficientnet-lite0 only");
 }
 
+/// `--epochs 0` fits EfficientNet-Lite0's new last layer alone, in one pass: said so in the
+/// summary, recorded as no epochs, and the model answers like any other; a flag that only
+/// training steps would use is refused with it.
+#[test]
+fn efficientnet_lite0_with_no_epochs_fits_its_last_layer_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let (data, model) = (dir.path().join("data"), dir.path().join("model"));
+    synth(&data, 12, 32);
+    let alone = || {
+        catdog()
+            .train()
+            .data(&data)
+            .flex()
+            .epochs(0)
+            .size(32)
+            .out(&model)
+            .args(["--network", "efficientnet-lite0"])
+    };
+    let output = alone().succeeds();
+    let text = stderr(&output) + &stdout(&output);
+    assert!(
+        text.contains("last layer fitted: train loss")
+            && text.contains("0 epochs")
+            && text.contains("Fitted the new last layer alone"),
+        "{text}"
+    );
+    let info: Value =
+        serde_json::from_slice(&fs::read(model.join("catdog.json")).unwrap()).unwrap();
+    assert_eq!(info["epochs"], 0);
+    assert_eq!(info["settings"]["epochs"], 0);
+    let output = catdog()
+        .predict()
+        .model(&model)
+        .json()
+        .arg(&data)
+        .succeeds();
+    assert_eq!(stdout(&output).lines().count(), 12);
+    alone()
+        .args(["--augment"])
+        .fails_with("--augment shapes training steps, and --epochs 0 takes none");
+}
+
 #[test]
 fn train_without_data_uses_the_generated_pictures() {
     let dir = tempfile::tempdir().unwrap();
@@ -466,7 +508,7 @@ fn settings_out_of_range_are_clear_errors() {
     catdog()
         .train()
         .args(["--epochs", "0"])
-        .fails_with("0 is not in 1..");
+        .fails_with("--epochs 0 fits only the new last layer of a network started from ImageNet's");
     catdog()
         .train()
         .args(["--generated", "4000000000"])
