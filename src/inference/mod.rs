@@ -224,7 +224,7 @@ pub(crate) fn both<A: Send, B: Send>(
 }
 
 /// A `[rows, columns]` tensor read back to the host, row by row.
-fn float_rows(tensor: Tensor<2>) -> Vec<Vec<f32>> {
+pub(crate) fn float_rows(tensor: Tensor<2>) -> Vec<Vec<f32>> {
     let data = tensor.into_data();
     let columns = data.shape()[1];
     let values: Vec<f32> = data.iter::<f32>().collect();

@@ -56,22 +56,15 @@ pub(super) fn scaled(linear: Linear, factor: f32) -> Linear {
 }
 
 /// `linear` with `weight` (`[features, classes]`) and `bias` in place of its own, keeping its
-/// parameters' ids and whether they learn.
+/// parameters' ids and whether they learn. A layer without a bias keeps none.
 pub(super) fn replaced(linear: Linear, weight: Tensor<2>, bias: Tensor<1>) -> Linear {
-    let Linear {
-        weight: old_weight,
-        bias: old_bias,
-    } = linear;
+    /// `new` where `old` was: on its device, learning as it did.
+    fn instead<const D: usize>(old: Tensor<D>, new: Tensor<D>) -> Tensor<D> {
+        let learns = old.is_require_grad();
+        new.to_device(&old.device()).set_require_grad(learns)
+    }
     Linear {
-        weight: old_weight.map(|old| {
-            let learns = old.is_require_grad();
-            weight.to_device(&old.device()).set_require_grad(learns)
-        }),
-        bias: old_bias.map(|old_bias| {
-            old_bias.map(|old| {
-                let learns = old.is_require_grad();
-                bias.to_device(&old.device()).set_require_grad(learns)
-            })
-        }),
+        weight: linear.weight.map(|old| instead(old, weight)),
+        bias: linear.bias.map(|old| old.map(|old| instead(old, bias))),
     }
 }

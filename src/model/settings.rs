@@ -237,11 +237,7 @@ impl TrainSettings {
                 self.backbone_rate
             );
         }
-        for (flag, given) in [
-            ("--backbone-rate", self.backbone_rate != BACKBONE_RATE),
-            ("--frozen-epochs", self.frozen_epochs > 0),
-            ("--hold-batch-norm", self.hold_batch_norm),
-        ] {
+        for (flag, given) in self.pretrained_flags_given() {
             if given && !self.pretrained {
                 bail!(
                     "{flag} is for a network started from ImageNet's weights (--pretrained); \
@@ -262,6 +258,16 @@ impl TrainSettings {
         Ok(())
     }
 
+    /// The flags for a network started from ImageNet's weights, and whether each is given
+    /// (away from its default).
+    fn pretrained_flags_given(&self) -> [(&'static str, bool); 3] {
+        [
+            ("--backbone-rate", self.backbone_rate != BACKBONE_RATE),
+            ("--frozen-epochs", self.frozen_epochs > 0),
+            ("--hold-batch-norm", self.hold_batch_norm),
+        ]
+    }
+
     /// `--epochs 0` trains nothing: it fits the new last layer of a network started from
     /// ImageNet's weights to what that network sees, and no setting of training steps has
     /// anything to act on then.
@@ -277,14 +283,16 @@ impl TrainSettings {
                 self.network.name()
             );
         }
-        for (flag, given) in [
-            ("--backbone-rate", self.backbone_rate != BACKBONE_RATE),
-            ("--frozen-epochs", self.frozen_epochs > 0),
-            ("--hold-batch-norm", self.hold_batch_norm),
+        let steps_flags_given = [
             ("--augment", self.augment.is_on()),
             ("--dropout", self.dropout > 0.0),
             ("--label-smoothing", self.label_smoothing > 0.0),
-        ] {
+        ];
+        for (flag, given) in self
+            .pretrained_flags_given()
+            .into_iter()
+            .chain(steps_flags_given)
+        {
             if given {
                 bail!(
                     "{flag} shapes training steps, and --epochs 0 takes none (it fits the new \

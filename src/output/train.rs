@@ -31,9 +31,9 @@ pub fn train_summary(report: &TrainReport) -> String {
         .map(|rate| format!("Decoding ran at {rate:.0} photos/s.\n"))
         .unwrap_or_default();
     // `--epochs 0`: one pass, epoch 0, which fitted the last layer alone.
-    let alone = kept.epoch == 0;
+    let alone = kept.is_last_layer_alone();
     let which = if alone {
-        "Fitted the new last layer alone, the rest as ImageNet left it".to_string()
+        "The rest of the network is ImageNet's, unchanged".to_string()
     } else if kept.epoch == report.epochs.len() {
         "Kept the last epoch".to_string()
     } else {
@@ -41,7 +41,7 @@ pub fn train_summary(report: &TrainReport) -> String {
     };
     let first = report.epochs[0].train_images_per_sec;
     let speed = match report.epochs.len() {
-        _ if alone => format!("{first:.1} photos/s (one pass over them and their mirror images)"),
+        _ if alone => format!("{first:.1} photos/s, the fit included"),
         1 => format!("{first:.1} photos/s (one epoch, warm-up included)"),
         n => {
             let later = match n {
@@ -67,11 +67,7 @@ pub fn train_summary(report: &TrainReport) -> String {
     let epochs = trained_epochs(report);
     let waiting = if alone {
         // A pass without training steps says nothing about how long training takes.
-        format!(
-            "Fitting the last layer to {} took {}.",
-            count(report.train_images, "photo", "photos"),
-            human_duration(took)
-        )
+        format!("It took {}.", human_duration(took))
     } else if report.train_images * epochs < TOO_FEW_TO_EXTRAPOLATE {
         format!(
             "The {} over these {} took {}: too little to tell how long a real job would take \
@@ -94,16 +90,26 @@ pub fn train_summary(report: &TrainReport) -> String {
             training_time(KAGGLE_PHOTOS, EPOCHS, ARTICLE_GPU)
         )
     };
+    let (trained, ran) = match alone {
+        true => (
+            "Fitted the last layer to",
+            "The pass over them and their mirror images",
+        ),
+        false => ("Trained on", "Training"),
+    };
     format!(
-        "Trained on {} photos of {} from {}{skipped}, {}, backend {} on {}{}.\n\
-         {decode}Training ran at {speed}.\n\
+        "{trained} {} photos of {} from {}{skipped}, {}, backend {} on {}{}.\n\
+         {decode}{ran} ran at {speed}.\n\
          {waiting}\n\
          {which}{accuracy}.{calibration}\n\
          Model saved in {}; try: catdog predict --model {} PHOTO",
         format_count(report.train_images as u64),
         report.classes.join(" and "),
         report.data,
-        count(epochs, "epoch", "epochs"),
+        match alone {
+            true => "no training epochs".to_string(),
+            false => count(epochs, "epoch", "epochs"),
+        },
         report.backend.kind,
         report.backend.device_name,
         match report.backend.precision {
@@ -117,7 +123,11 @@ pub fn train_summary(report: &TrainReport) -> String {
 
 /// Epochs of training steps: none in a run of `--epochs 0`, whose one pass is epoch 0.
 fn trained_epochs(report: &TrainReport) -> usize {
-    report.epochs.iter().filter(|e| e.epoch > 0).count()
+    report
+        .epochs
+        .iter()
+        .filter(|e| !e.is_last_layer_alone())
+        .count()
 }
 
 /// Photos trained on in all (over every epoch) below which the run's speed says too little to
@@ -171,6 +181,7 @@ pub fn train_json(report: &TrainReport) -> Value {
         "precision": report.backend.precision,
         "epochs": trained_epochs(report),
         "kept_epoch": kept.epoch,
+        "last_layer_alone": kept.is_last_layer_alone(),
         "train_images_per_sec": report.images_per_sec(),
         "first_epoch_images_per_sec": report.epochs[0].train_images_per_sec,
         "val_accuracy": kept.val_accuracy,

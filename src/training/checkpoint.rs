@@ -185,6 +185,25 @@ pub fn save(
     Ok(())
 }
 
+/// Removes the checkpoint in `out` (its `state.json` and network files, then the folder if
+/// nothing else is in it), for a run that writes none (`--epochs 0`) and saves its model
+/// there: an earlier run's checkpoint would otherwise be taken for this model's.
+pub(crate) fn remove(out: &Path) -> Result<()> {
+    let dir = dir(out);
+    let Ok(entries) = fs::read_dir(&dir) else {
+        return Ok(());
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name == STATE_FILE || name.ends_with(".bpk") {
+            fs::remove_file(entry.path())
+                .with_context(|| format!("cannot remove {}", entry.path().display()))?;
+        }
+    }
+    let _ = fs::remove_dir(&dir);
+    Ok(())
+}
+
 /// The state of the checkpoint in `out`, if there is one; an error if it is unreadable.
 /// The checkpoint's `state.json` for the run in `out`.
 pub(crate) fn state_path(out: &Path) -> PathBuf {

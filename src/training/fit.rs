@@ -5,7 +5,7 @@
 use std::ops::ControlFlow;
 use std::time::Instant;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, bail, ensure};
 use burn::module::Module;
 use burn::tensor::{Device, TensorData};
 
@@ -17,7 +17,7 @@ use super::progress::{BatchStats, TrainProgress};
 use super::trainer::{Step, Trainer, network_from_bytes};
 use crate::data::{AugmentEpoch, ImageSet, Normalization, batch_indices, images_on, prefetch};
 use crate::device::{Batch, explain_panic};
-use crate::inference::Runner;
+use crate::inference::{Runner, float_rows};
 use crate::model::Network;
 use crate::model::TrainSettings;
 
@@ -99,6 +99,7 @@ pub(crate) fn fit_from(
         bail!("no training photos");
     }
     let settings = run.settings;
+    let start_is_new = start.is_none();
     let mut state = match start {
         Some(start) => RunState {
             trainer: Trainer::restore(
@@ -123,6 +124,11 @@ pub(crate) fn fit_from(
         },
     };
     if settings.epochs == 0 {
+        // No checkpoint is written, so none is resumed.
+        ensure!(
+            start_is_new,
+            "a run of --epochs 0 has no checkpoint to resume"
+        );
         return last_layer_alone(run, state.trainer, progress);
     }
     while state.position.epoch <= settings.epochs
@@ -203,7 +209,7 @@ const LAST_LAYER_PENALTY: f64 = 1e-3;
 /// and its mirror image ([`fit_linear`]), everything else stays as ImageNet left it. One pass,
 /// reported as epoch 0 (its loss and accuracy the fit's, on the photos as they are), then
 /// validated as an epoch is. No checkpoint: the pass is quicker than an epoch of training, and
-/// Ctrl-C or SIGTERM during it lets it finish, so that the model is saved.
+/// Ctrl-C or SIGTERM stops it with nothing saved.
 fn last_layer_alone(
     run: &FitRun,
     mut trainer: Trainer,
@@ -218,21 +224,21 @@ fn last_layer_alone(
     // The photos' rows first, then their mirror images'.
     let mut rows = vec![Vec::new(); 2];
     let mut photos = 0;
+    let stopped = |by| FitOutcome::Stopped {
+        by,
+        position: "the pass that fits the last layer".to_string(),
+    };
     for chunk in &chunks {
+        if let Some(by) = (run.stop)() {
+            return Ok(stopped(by));
+        }
         let pixels = run
             .normalization
             .to_chw(chunk.iter().map(|&i| set.image(i)), set.size());
         let input = images_on(pixels, run.device);
         for (rows, input) in rows.iter_mut().zip([input.clone(), input.flip([3])]) {
             let features = explain_panic(Batch::Chosen(chunk.len()), || {
-                network.features(input).map(|f| {
-                    let width = f.dims()[1];
-                    let values: Vec<f32> = f.into_data().iter::<f32>().collect();
-                    values
-                        .chunks(width)
-                        .map(<[f32]>::to_vec)
-                        .collect::<Vec<_>>()
-                })
+                network.features(input).map(float_rows)
             })?
             .with_context(|| {
                 format!(
@@ -252,7 +258,27 @@ fn last_layer_alone(
     let labels = set.labels();
     let both_labels: Vec<usize> = labels.iter().chain(labels).copied().collect();
     let all: Vec<Vec<f32>> = plain.iter().chain(&mirrored).cloned().collect();
-    let fit = fit_linear(&all, &both_labels, run.classes, LAST_LAYER_PENALTY);
+    let asked = std::cell::Cell::new(None);
+    let asked_to_stop = || {
+        asked.set((run.stop)());
+        asked.get().is_some()
+    };
+    let Some(fit) = fit_linear(
+        &all,
+        &both_labels,
+        run.classes,
+        LAST_LAYER_PENALTY,
+        &asked_to_stop,
+    ) else {
+        return Ok(stopped(
+            asked.get().expect("the fit stops only when asked to"),
+        ));
+    };
+    ensure!(
+        fit.weight.iter().chain(&fit.bias).all(|v| v.is_finite()),
+        "fitting the last layer went wrong: its weights are not all finite numbers (the \
+         photos' features may be; try --precision f32)"
+    );
     let (loss, correct) = fit.loss_and_correct(&plain, labels);
     let width = plain.first().map_or(0, Vec::len);
     trainer.set_classifier(
@@ -272,12 +298,6 @@ fn last_layer_alone(
         train_seconds: seconds,
     };
     progress.epoch_finished(&stats, 0);
-    if let Some(by) = (run.stop)() {
-        progress.note(&format!(
-            "{} came during the one pass: saving the model.",
-            by.name()
-        ));
-    }
     Ok(FitOutcome::Finished {
         model: Box::new(trainer.model().valid()),
         history: vec![stats],
@@ -531,6 +551,29 @@ mod tests {
             .zip(&theirs)
             .fold(0.0f32, |m, (a, b)| m.max((a - b).abs()));
         assert!(largest < 1e-4, "features moved by {largest}");
+
+        // A signal stops the pass, with no checkpoint to save.
+        let run = FitRun {
+            train: &train,
+            val: &val,
+            classes: 2,
+            settings: &settings,
+            normalization: &normalization,
+            device: &device,
+            stop: &|| Some(Interrupt::Terminated),
+        };
+        let mut saved = 0;
+        let mut save = |_: &RunState| {
+            saved += 1;
+            Ok(())
+        };
+        let outcome = fit_from(&run, None, &mut save, &mut ()).unwrap();
+        assert!(
+            matches!(outcome, FitOutcome::Stopped { by: Interrupt::Terminated, ref position }
+                if position == "the pass that fits the last layer"),
+            "the pass went on after the signal"
+        );
+        assert_eq!(saved, 0);
     }
 
     #[test]

@@ -6,7 +6,8 @@ use serde::{Deserialize, Serialize};
 /// How one epoch went.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct EpochStats {
-    /// Counted from 1.
+    /// Counted from 1; 0 for the one pass of `--epochs 0`, which fits a pretrained network's
+    /// last layer alone.
     pub epoch: usize,
     pub train_loss: f64,
     /// Share of the training photos (augmented, when augmenting) the network got right while
@@ -18,6 +19,14 @@ pub struct EpochStats {
     /// device, forward, backward and optimizer step (validation not included).
     pub train_images_per_sec: f64,
     pub train_seconds: f64,
+}
+
+impl EpochStats {
+    /// Whether this is the one pass of `--epochs 0`: the last layer fitted alone, no training
+    /// steps.
+    pub fn is_last_layer_alone(&self) -> bool {
+        self.epoch == 0
+    }
 }
 
 /// The epoch with the best validation accuracy, if any was validated; between equal

@@ -1,7 +1,7 @@
-//! A new classifier fitted to a pretrained network's features before any fine-tuning: the
+//! A pretrained network's new classifier fitted alone (`catdog train --epochs 0`): the
 //! classes' logits as the best linear reading of what ImageNet's network already sees in the
-//! training photos, instead of random weights whose first gradients the backbone would have
-//! to absorb. Multinomial logistic regression with an L2 penalty, solved on the host.
+//! training photos, with no training step. Multinomial logistic regression with an L2
+//! penalty, solved on the host.
 
 /// A linear layer's weights, as burn's `Linear` holds them: `weight[f * classes + c]` for
 /// feature `f` and class `c`, and one bias per class.
@@ -15,28 +15,37 @@ impl LinearFit {
     /// The mean cross-entropy of the layer's answers for `rows` against `labels`, and how many
     /// of them it gets right.
     pub fn loss_and_correct(&self, rows: &[Vec<f32>], labels: &[usize]) -> (f64, usize) {
-        let classes = self.bias.len();
+        let weight: Vec<f64> = self.weight.iter().map(|&w| f64::from(w)).collect();
+        let bias: Vec<f64> = self.bias.iter().map(|&b| f64::from(b)).collect();
+        let mut logits = vec![0.0; bias.len()];
         let mut loss = 0.0;
         let mut correct = 0;
         for (row, &label) in rows.iter().zip(labels) {
-            let logits: Vec<f64> = (0..classes)
-                .map(|c| {
-                    let dot: f64 = row
-                        .iter()
-                        .enumerate()
-                        .map(|(f, &v)| f64::from(v) * f64::from(self.weight[f * classes + c]))
-                        .sum();
-                    dot + f64::from(self.bias[c])
-                })
-                .collect();
-            let max = logits.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-            let total: f64 = logits.iter().map(|l| (l - max).exp()).sum();
-            loss += max + total.ln() - logits[label];
-            let best = (0..classes).max_by(|&a, &b| logits[a].total_cmp(&logits[b]));
+            let row: Vec<f64> = row.iter().map(|&v| f64::from(v)).collect();
+            let log_total = logits_into(&weight, &bias, &row, &mut logits);
+            loss += log_total - logits[label];
+            let best = (0..logits.len()).max_by(|&a, &b| logits[a].total_cmp(&logits[b]));
             correct += usize::from(best == Some(label));
         }
         (loss / rows.len().max(1) as f64, correct)
     }
+}
+
+/// The logits of `row` into `logits` (one per class, `weight` laid out as [`LinearFit`]'s),
+/// returning the log of the sum of their exponentials.
+fn logits_into(weight: &[f64], bias: &[f64], row: &[f64], logits: &mut [f64]) -> f64 {
+    let classes = bias.len();
+    logits.copy_from_slice(bias);
+    for (f, &v) in row.iter().enumerate() {
+        for (logit, w) in logits
+            .iter_mut()
+            .zip(&weight[f * classes..(f + 1) * classes])
+        {
+            *logit += v * w;
+        }
+    }
+    let max = logits.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    max + logits.iter().map(|l| (l - max).exp()).sum::<f64>().ln()
 }
 
 /// Gradient steps at most; a fit on a few hundred photos' features is done in a few hundred.
@@ -47,22 +56,30 @@ const TOLERANCE: f64 = 1e-6;
 
 /// The linear layer minimising the mean cross-entropy of `features` (one row per photo, all of
 /// one length) against `labels` (each below `classes`), plus `l2 / 2` times the sum of the
-/// squared weights (not the biases). The problem is strictly convex, so the answer depends on
-/// the photos alone, not on any starting point or seed.
+/// squared weights (not the biases). The problem is convex, and its answers (the differences
+/// between logits) depend on the photos alone, not on any starting point or seed.
 ///
 /// Nesterov's accelerated gradient descent on features centred on their mean, with the step
 /// and momentum set from the largest eigenvalue of their covariance (the loss's curvature is
-/// at most half of it, plus `l2`).
-pub fn fit_linear(features: &[Vec<f32>], labels: &[usize], classes: usize, l2: f64) -> LinearFit {
+/// at most half of it, plus `l2`), until the gradient is a millionth of the weights' size or
+/// [`MAX_STEPS`] have been taken. `stop` is asked first and every hundred steps; `None` when it
+/// says so.
+pub fn fit_linear(
+    features: &[Vec<f32>],
+    labels: &[usize],
+    classes: usize,
+    l2: f64,
+    stop: &dyn Fn() -> bool,
+) -> Option<LinearFit> {
     assert!(l2 > 0.0, "the penalty makes the fit unique");
     assert_eq!(features.len(), labels.len(), "one label per photo");
     let n = features.len();
     let dims = features.first().map_or(0, Vec::len);
     if n == 0 || dims == 0 || classes == 0 {
-        return LinearFit {
+        return Some(LinearFit {
             weight: vec![0.0; dims * classes],
             bias: vec![0.0; classes],
-        };
+        });
     }
     let mean: Vec<f64> = (0..dims)
         .map(|f| features.iter().map(|row| f64::from(row[f])).sum::<f64>() / n as f64)
@@ -88,7 +105,10 @@ pub fn fit_linear(features: &[Vec<f32>], labels: &[usize], classes: usize, l2: f
     let mut previous = theta.clone();
     let mut look = theta.clone();
     let mut gradient = vec![0.0f64; size];
-    for _ in 0..MAX_STEPS {
+    for taken in 0..MAX_STEPS {
+        if taken % 100 == 0 && stop() {
+            return None;
+        }
         gradient_at(&x, labels, classes, l2, &look, &mut gradient);
         let norm = gradient.iter().map(|g| g * g).sum::<f64>().sqrt();
         let scale = theta.iter().map(|t| t * t).sum::<f64>().sqrt().max(1.0);
@@ -114,10 +134,10 @@ pub fn fit_linear(features: &[Vec<f32>], labels: &[usize], classes: usize, l2: f
         })
         .map(|b| b as f32)
         .collect();
-    LinearFit {
+    Some(LinearFit {
         weight: weight.iter().map(|&w| w as f32).collect(),
         bias,
-    }
+    })
 }
 
 /// The gradient of the penalised mean cross-entropy at `theta` (weights, then biases).
@@ -139,18 +159,10 @@ fn gradient_at(
     let share = 1.0 / x.len() as f64;
     let mut logits = vec![0.0f64; classes];
     for (row, &label) in x.iter().zip(labels) {
-        logits.copy_from_slice(bias);
-        for (f, &v) in row.iter().enumerate() {
-            let w = &weight[f * classes..(f + 1) * classes];
-            for (logit, w) in logits.iter_mut().zip(w) {
-                *logit += v * w;
-            }
-        }
-        let max = logits.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        let total: f64 = logits.iter().map(|l| (l - max).exp()).sum();
+        let log_total = logits_into(weight, bias, row, &mut logits);
         // Softmax minus the one-hot label, per photo's share of the mean.
         for (c, logit) in logits.iter_mut().enumerate() {
-            let p = (*logit - max).exp() / total;
+            let p = (*logit - log_total).exp();
             *logit = (p - f64::from(u8::from(c == label))) * share;
         }
         for (f, &v) in row.iter().enumerate() {
@@ -193,19 +205,7 @@ fn largest_eigenvalue(x: &[Vec<f64>]) -> f64 {
 mod tests {
     use super::*;
 
-    fn logits(fit: &LinearFit, row: &[f32]) -> Vec<f32> {
-        let classes = fit.bias.len();
-        (0..classes)
-            .map(|c| {
-                fit.bias[c]
-                    + row
-                        .iter()
-                        .enumerate()
-                        .map(|(f, v)| v * fit.weight[f * classes + c])
-                        .sum::<f32>()
-            })
-            .collect()
-    }
+    const GO_ON: &dyn Fn() -> bool = &|| false;
 
     /// Three classes told apart by which of three features is largest, over a common offset
     /// (which centring must take out and the bias put back): every photo's logits favour its
@@ -222,16 +222,11 @@ mod tests {
             features.push(row);
             labels.push(class);
         }
-        let fit = fit_linear(&features, &labels, 3, 0.01);
+        let fit = fit_linear(&features, &labels, 3, 0.01, GO_ON).unwrap();
         assert_eq!((fit.weight.len(), fit.bias.len()), (12, 3));
         let (loss, correct) = fit.loss_and_correct(&features, &labels);
         assert_eq!(correct, 30);
         assert!(loss > 0.0 && loss < 0.5, "{loss}");
-        for (row, &label) in features.iter().zip(&labels) {
-            let l = logits(&fit, row);
-            let best = (0..3).max_by(|&a, &b| l[a].total_cmp(&l[b])).unwrap();
-            assert_eq!(best, label, "{row:?} → {l:?}");
-        }
         // The gradient of the penalised loss at the fit, on the uncentred features.
         let x: Vec<Vec<f64>> = features
             .iter()
@@ -260,10 +255,12 @@ mod tests {
         ];
         let labels = [0, 1, 0, 1];
         let size = |l2| {
-            let fit = fit_linear(&features, &labels, 2, l2);
+            let fit = fit_linear(&features, &labels, 2, l2, GO_ON).unwrap();
             fit.weight.iter().map(|w| w * w).sum::<f32>()
         };
         assert!(size(1.0) < size(0.01), "{} vs {}", size(1.0), size(0.01));
         assert!(size(1.0) > 0.0);
+        // Asked to stop, it stops.
+        assert_eq!(fit_linear(&features, &labels, 2, 0.01, &|| true), None);
     }
 }

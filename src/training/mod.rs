@@ -198,7 +198,8 @@ pub fn train(
                 by,
                 position,
                 out: options.out.clone(),
-                resumable: true,
+                // A run of --epochs 0 writes no checkpoint.
+                resumable: options.settings.epochs > 0,
             }));
         }
     };
@@ -317,7 +318,11 @@ fn save_model(
     };
     model::save(&options.out, model, &info)?;
     let curves = options.out.join(CURVES_FILE);
-    if let Err(err) = curves::write(epochs, kept.epoch, &curves) {
+    if kept.is_last_layer_alone() {
+        // One pass draws no curve; an earlier run's checkpoint and curves are not this model's.
+        checkpoint::remove(&options.out)?;
+        let _ = std::fs::remove_file(&curves);
+    } else if let Err(err) = curves::write(epochs, kept.epoch, &curves) {
         progress.note(&format!("could not draw {}: {err:#}", curves.display()));
     }
     Ok(calibration)

@@ -210,7 +210,8 @@ fn there_is_one<T>(found: Option<T>, out: &Path) -> Result<T> {
     match found {
         Some(found) => Ok(found),
         None => bail!(
-            "no checkpoint to resume in {}: `catdog train --out {}` writes one after every epoch",
+            "no checkpoint to resume in {}: `catdog train --out {}` writes one after every epoch \
+             (a run of --epochs 0 writes none)",
             out.display(),
             out.display()
         ),

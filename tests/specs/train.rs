@@ -319,13 +319,20 @@ fn efficientnet_lite0_starts_from_imagenets_weights() {
 }
 
 /// `--epochs 0` fits EfficientNet-Lite0's new last layer alone, in one pass: said so in the
-/// summary, recorded as no epochs, and the model answers like any other; a flag that only
-/// training steps would use is refused with it.
+/// summary, recorded as no epochs, and the model answers like any other. It writes no
+/// checkpoint, and takes away the one (and the curves) an earlier run left in the folder, so
+/// that `--resume` does not take that run for this one. A flag that only training steps would
+/// use is refused with it.
 #[test]
 fn efficientnet_lite0_with_no_epochs_fits_its_last_layer_alone() {
     let dir = tempfile::tempdir().unwrap();
     let (data, model) = (dir.path().join("data"), dir.path().join("model"));
     synth(&data, 12, 32);
+    train_one_epoch(&data, &model, 32)
+        .batch_size(4)
+        .args(["--network", "efficientnet-lite0"])
+        .succeeds();
+    assert!(model.join("checkpoint").is_dir() && model.join("curves.svg").is_file());
     let alone = || {
         catdog()
             .train()
@@ -340,14 +347,22 @@ fn efficientnet_lite0_with_no_epochs_fits_its_last_layer_alone() {
     let text = stderr(&output) + &stdout(&output);
     assert!(
         text.contains("last layer fitted: train loss")
-            && text.contains("0 epochs")
-            && text.contains("Fitted the new last layer alone"),
+            && text.contains(" photos of cat and dog from ")
+            && text.contains("Fitted the last layer to ")
+            && text.contains("no training epochs")
+            && text.contains("The rest of the network is ImageNet's, unchanged; validation"),
         "{text}"
     );
     let info: Value =
         serde_json::from_slice(&fs::read(model.join("catdog.json")).unwrap()).unwrap();
     assert_eq!(info["epochs"], 0);
     assert_eq!(info["settings"]["epochs"], 0);
+    assert!(!model.join("checkpoint").exists() && !model.join("curves.svg").exists());
+    catdog()
+        .train()
+        .resume()
+        .out(&model)
+        .fails_with("(a run of --epochs 0 writes none)");
     let output = catdog()
         .predict()
         .model(&model)
