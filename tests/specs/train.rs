@@ -322,16 +322,21 @@ fn efficientnet_lite0_starts_from_imagenets_weights() {
 /// summary, recorded as no epochs, and the model answers like any other. It writes no
 /// checkpoint, and takes away the one (and the curves) an earlier run left in the folder, so
 /// that `--resume` does not take that run for this one. A flag that only training steps would
-/// use is refused with it.
+/// use is refused with it. A run of epochs on so few photos points at it.
 #[test]
 fn efficientnet_lite0_with_no_epochs_fits_its_last_layer_alone() {
     let dir = tempfile::tempdir().unwrap();
     let (data, model) = (dir.path().join("data"), dir.path().join("model"));
     synth(&data, 12, 32);
-    train_one_epoch(&data, &model, 32)
+    let output = train_one_epoch(&data, &model, 32)
         .batch_size(4)
         .args(["--network", "efficientnet-lite0"])
         .succeeds();
+    let advice = stderr(&output);
+    assert!(
+        advice.contains("training photos a class at most: with this few, `--epochs 0`"),
+        "{advice}"
+    );
     assert!(model.join("checkpoint").is_dir() && model.join("curves.svg").is_file());
     let alone = || {
         catdog()
