@@ -266,7 +266,7 @@ fn classes_in_names(root: &Path, photos: Vec<PathBuf>) -> Result<ByClass> {
 }
 
 /// How many items each of `classes` classes has.
-fn count_labels(labels: &[usize], classes: usize) -> Vec<usize> {
+pub(crate) fn count_labels(labels: &[usize], classes: usize) -> Vec<usize> {
     let mut counts = vec![0; classes];
     for &label in labels {
         counts[label] += 1;

@@ -28,7 +28,7 @@ pub use augment::Augmentation;
 pub(crate) use augment::batch_rng;
 pub(crate) use batch::{DeviceBatch, HostBatch, batch_indices, images_on};
 pub(crate) use cache::{DecodeWatch, DecodedPhotos, load_or_decode};
-pub(crate) use dataset::{Dataset, Sample, check_val_split, is_photo, photos_in};
+pub(crate) use dataset::{Dataset, Sample, check_val_split, count_labels, is_photo, photos_in};
 pub(crate) use decode::decode_photos;
 pub(crate) use prefetch::{AugmentEpoch, prefetch};
 pub(crate) use prepare::{DataSpec, PreparedData, prepare};

@@ -99,7 +99,15 @@ pub(crate) fn fit_from(
         bail!("no training photos");
     }
     let settings = run.settings;
-    let start_is_new = start.is_none();
+    if settings.epochs == 0 {
+        // No checkpoint is written, so none is resumed.
+        ensure!(
+            start.is_none(),
+            "a run of --epochs 0 has no checkpoint to resume"
+        );
+        let trainer = Trainer::new(run.classes, run.device, settings)?;
+        return last_layer_alone(run, trainer, progress);
+    }
     let mut state = match start {
         Some(start) => RunState {
             trainer: Trainer::restore(
@@ -123,14 +131,6 @@ pub(crate) fn fit_from(
             best: None,
         },
     };
-    if settings.epochs == 0 {
-        // No checkpoint is written, so none is resumed.
-        ensure!(
-            start_is_new,
-            "a run of --epochs 0 has no checkpoint to resume"
-        );
-        return last_layer_alone(run, state.trainer, progress);
-    }
     while state.position.epoch <= settings.epochs
         && !out_of_patience(&state.history, settings.patience)
     {
@@ -221,8 +221,9 @@ fn last_layer_alone(
     let indices: Vec<usize> = (0..set.len()).collect();
     let chunks: Vec<&[usize]> = indices.chunks(run.settings.batch_size).collect();
     progress.epoch_started(0, 0, chunks.len());
-    // The photos' rows first, then their mirror images'.
-    let mut rows = vec![Vec::new(); 2];
+    // The photos' feature rows, in order; then their mirror images', appended after the pass.
+    let mut rows = Vec::with_capacity(2 * set.len());
+    let mut mirrored = Vec::with_capacity(set.len());
     let mut photos = 0;
     let stopped = |by| FitOutcome::Stopped {
         by,
@@ -236,7 +237,7 @@ fn last_layer_alone(
             .normalization
             .to_chw(chunk.iter().map(|&i| set.image(i)), set.size());
         let input = images_on(pixels, run.device);
-        for (rows, input) in rows.iter_mut().zip([input.clone(), input.flip([3])]) {
+        for (rows, input) in [(&mut rows, input.clone()), (&mut mirrored, input.flip([3]))] {
             let features = explain_panic(Batch::Chosen(chunk.len()), || {
                 network.features(input).map(float_rows)
             })?
@@ -254,17 +255,16 @@ fn last_layer_alone(
             photos_per_sec: photos as f64 / started.elapsed().as_secs_f64(),
         });
     }
-    let [plain, mirrored] = <[Vec<Vec<f32>>; 2]>::try_from(rows).expect("two sets of rows");
+    rows.append(&mut mirrored);
     let labels = set.labels();
     let both_labels: Vec<usize> = labels.iter().chain(labels).copied().collect();
-    let all: Vec<Vec<f32>> = plain.iter().chain(&mirrored).cloned().collect();
     let asked = std::cell::Cell::new(None);
     let asked_to_stop = || {
         asked.set((run.stop)());
         asked.get().is_some()
     };
     let Some(fit) = fit_linear(
-        &all,
+        &rows,
         &both_labels,
         run.classes,
         LAST_LAYER_PENALTY,
@@ -279,7 +279,8 @@ fn last_layer_alone(
         "fitting the last layer went wrong: its weights are not all finite numbers (the \
          photos' features may be; try --precision f32)"
     );
-    let (loss, correct) = fit.loss_and_correct(&plain, labels);
+    let plain = &rows[..set.len()];
+    let (loss, correct) = fit.loss_and_correct(plain, labels);
     let width = plain.first().map_or(0, Vec::len);
     trainer.set_classifier(
         TensorData::new(fit.weight, [width, run.classes]),

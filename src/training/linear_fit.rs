@@ -100,9 +100,10 @@ pub fn fit_linear(
     let condition = smoothness / l2;
     let momentum = (condition.sqrt() - 1.0) / (condition.sqrt() + 1.0);
 
+    // `theta`: the last step's point; `look`: where the next gradient is taken, past it by
+    // the momentum.
     let size = dims * classes + classes;
     let mut theta = vec![0.0f64; size];
-    let mut previous = theta.clone();
     let mut look = theta.clone();
     let mut gradient = vec![0.0f64; size];
     for taken in 0..MAX_STEPS {
@@ -118,8 +119,7 @@ pub fn fit_linear(
         }
         for i in 0..size {
             let next = look[i] - step * gradient[i];
-            look[i] = next + momentum * (next - previous[i]);
-            previous[i] = next;
+            look[i] = next + momentum * (next - theta[i]);
             theta[i] = next;
         }
     }

@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, ensure};
 use burn::module::Module;
 
-use crate::data::{DataSpec, Normalization, PreparedData, Skipped, prepare};
+use crate::data::{DataSpec, Normalization, PreparedData, Skipped, count_labels, prepare};
 use crate::device::Backend;
 use crate::inference::Runner;
 use crate::model::{
@@ -181,7 +181,8 @@ pub fn train(
         progress.note(&line);
     }
     if start.is_none()
-        && let Some(line) = few_photos_advice(&options.settings, data.train.labels())
+        && let Some(line) =
+            few_photos_advice(&options.settings, data.train.labels(), data.classes.len())
     {
         progress.note(&line);
     }
@@ -237,15 +238,13 @@ pub fn train(
 const FEW_PHOTOS: usize = 100;
 
 /// For a run that trains a pretrained network's epochs on at most [`FEW_PHOTOS`] photos a
-/// class (`labels`, the training photos'), the sentence pointing at `--epochs 0`.
-fn few_photos_advice(settings: &TrainSettings, labels: &[usize]) -> Option<String> {
+/// class (`labels`, the training photos', of `classes` classes), the sentence pointing at
+/// `--epochs 0`.
+fn few_photos_advice(settings: &TrainSettings, labels: &[usize], classes: usize) -> Option<String> {
     if !settings.pretrained || settings.epochs == 0 || labels.is_empty() {
         return None;
     }
-    let classes = labels.iter().max().map_or(0, |&c| c + 1);
-    let most = (0..classes)
-        .map(|c| labels.iter().filter(|&&l| l == c).count())
-        .max()?;
+    let most = count_labels(labels, classes).into_iter().max()?;
     (most <= FEW_PHOTOS).then(|| {
         format!(
             "{most} training photos a class at most: with this few, `--epochs 0` (the last \
@@ -379,20 +378,20 @@ mod tests {
                 .chain(std::iter::repeat_n(1, b))
                 .collect()
         };
-        let advice = few_photos_advice(&pretrained, &classes(18, 100)).unwrap();
+        let advice = few_photos_advice(&pretrained, &classes(18, 100), 2).unwrap();
         assert!(
             advice.starts_with("100 training photos a class at most")
                 && advice.contains("--epochs 0"),
             "{advice}"
         );
-        assert_eq!(few_photos_advice(&pretrained, &classes(18, 101)), None);
+        assert_eq!(few_photos_advice(&pretrained, &classes(18, 101), 2), None);
         let alone = TrainSettings {
             epochs: 0,
             ..pretrained.clone()
         };
-        assert_eq!(few_photos_advice(&alone, &classes(18, 18)), None);
+        assert_eq!(few_photos_advice(&alone, &classes(18, 18), 2), None);
         assert_eq!(
-            few_photos_advice(&TrainSettings::default(), &classes(18, 18)),
+            few_photos_advice(&TrainSettings::default(), &classes(18, 18), 2),
             None
         );
     }
