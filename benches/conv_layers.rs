@@ -18,49 +18,23 @@ use burn::tensor::ops::ConvOptions;
 use burn::tensor::{Distribution, Tensor};
 use catdog::device::{CpuBackend, cpu_backend};
 
-/// One convolution of ResNet-18 at 224 px: input channels, output channels, input side,
-/// kernel side, stride, padding.
-struct Shape {
-    c_in: usize,
-    c_out: usize,
-    side: usize,
-    kernel: usize,
-    stride: usize,
-    padding: usize,
-}
-
-const SHAPES: [Shape; 8] = [
-    shape(3, 64, 224, 7, 2, 3),
-    shape(64, 128, 56, 3, 2, 1),
-    shape(128, 256, 28, 3, 2, 1),
-    shape(256, 512, 14, 3, 2, 1),
-    shape(64, 64, 56, 3, 1, 1),
-    shape(128, 128, 28, 3, 1, 1),
-    shape(256, 256, 14, 3, 1, 1),
-    shape(512, 512, 7, 3, 1, 1),
+/// ResNet-18's convolutions at 224 px: input channels, output channels, input side, kernel
+/// side, stride, padding.
+const SHAPES: [[usize; 6]; 8] = [
+    [3, 64, 224, 7, 2, 3],
+    [64, 128, 56, 3, 2, 1],
+    [128, 256, 28, 3, 2, 1],
+    [256, 512, 14, 3, 2, 1],
+    [64, 64, 56, 3, 1, 1],
+    [128, 128, 28, 3, 1, 1],
+    [256, 256, 14, 3, 1, 1],
+    [512, 512, 7, 3, 1, 1],
 ];
 
-const fn shape(
-    c_in: usize,
-    c_out: usize,
-    side: usize,
-    kernel: usize,
-    stride: usize,
-    padding: usize,
-) -> Shape {
-    Shape {
-        c_in,
-        c_out,
-        side,
-        kernel,
-        stride,
-        padding,
-    }
-}
-
+/// The median of `times`, as PyTorch's side takes it (the mean of the middle two).
 fn median(mut times: Vec<f64>) -> f64 {
     times.sort_by(f64::total_cmp);
-    times[times.len() / 2]
+    catdog::numbers::median(&times)
 }
 
 /// Milliseconds `f` took.
@@ -90,22 +64,19 @@ fn main() {
     );
     let device = backend.device;
     let autodiff = device.clone().autodiff();
-    for s in SHAPES {
-        let options = ConvOptions::new([s.stride; 2], [s.padding; 2], [1, 1], 1);
-        let random = |dims: [usize; 4], on: &burn::tensor::Device| {
-            Tensor::<4>::random(dims, Distribution::Default, on)
-        };
-        let (x_dims, w_dims) = (
-            [batch, s.c_in, s.side, s.side],
-            [s.c_out, s.c_in, s.kernel, s.kernel],
-        );
+    let random = |dims: [usize; 4], on: &burn::tensor::Device| {
+        Tensor::<4>::random(dims, Distribution::Default, on)
+    };
+    for [c_in, c_out, side, kernel, stride, padding] in SHAPES {
+        let options = ConvOptions::new([stride; 2], [padding; 2], [1, 1], 1);
+        let (x_dims, w_dims) = ([batch, c_in, side, side], [c_out, c_in, kernel, kernel]);
         let (x, weight) = (random(x_dims, &device), random(w_dims, &device));
         let forward = || {
             let y = conv2d(x.clone(), weight.clone(), None, options.clone());
             y.into_data();
         };
         // The stem's input is the photo, which needs no gradient.
-        let input_grad = s.c_in > 3;
+        let input_grad = c_in > 3;
         let x_ad = random(x_dims, &autodiff);
         let x_ad = if input_grad {
             x_ad.require_grad()
@@ -113,8 +84,8 @@ fn main() {
             x_ad
         };
         let w_ad = random(w_dims, &autodiff).require_grad();
-        let side_out = (s.side + 2 * s.padding - s.kernel) / s.stride + 1;
-        let dy = random([batch, s.c_out, side_out, side_out], &autodiff);
+        let side_out = (side + 2 * padding - kernel) / stride + 1;
+        let dy = random([batch, c_out, side_out, side_out], &autodiff);
         let train = || {
             let y = conv2d(x_ad.clone(), w_ad.clone(), None, options.clone());
             let grads = (y * dy.clone()).sum().backward();
@@ -132,15 +103,10 @@ fn main() {
                 train_ms.push(t);
             }
         }
+        let (forward_ms, train_ms) = (median(forward_ms), median(train_ms));
         println!(
-            "{}->{} {}px k{} s{}: forward {:.2} ms, training {:.2} ms",
-            s.c_in,
-            s.c_out,
-            s.side,
-            s.kernel,
-            s.stride,
-            median(forward_ms),
-            median(train_ms)
+            "{c_in}->{c_out} {side}px k{kernel} s{stride}: forward {forward_ms:.2} ms, \
+             training {train_ms:.2} ms"
         );
     }
 }

@@ -25,7 +25,7 @@ pub mod download;
 mod fs;
 pub mod inference;
 pub mod model;
-mod numbers;
+pub mod numbers;
 mod output;
 pub mod serve;
 pub mod training;
